@@ -1,0 +1,37 @@
+package dev.memfit.data;
+
+import java.nio.file.Path;
+
+/**
+ * The entry point to loading: pick a file or a source, then configure batches.
+ *
+ * <pre>{@code
+ * Loader loader = Datasets.npy(path).mapped().batchSize(256).shuffle(42).prefetch(2).loader();
+ * Loader fromRam = Datasets.of(source).batchSize(256).shuffle(42).loader();
+ * }</pre>
+ */
+public final class Datasets {
+
+    private Datasets() {
+    }
+
+    /**
+     * A numpy {@code .npy} file whose rows are the samples.
+     *
+     * @param file the file
+     * @return the next step: mapped or in memory
+     */
+    public static NpyDataset npy(Path file) {
+        return new NpyDataset(file);
+    }
+
+    /**
+     * Any source. The loader does not close it: the caller keeps ownership.
+     *
+     * @param source the samples
+     * @return the loader settings
+     */
+    public static LoaderBuilder of(SampleSource source) {
+        return new LoaderBuilder(() -> source, false);
+    }
+}

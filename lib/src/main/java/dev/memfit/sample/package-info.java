@@ -1,0 +1,4 @@
+/**
+ * Samplers: which samples an epoch visits and in which order (sequential, seeded shuffle).
+ */
+package dev.memfit.sample;
