@@ -25,11 +25,13 @@ public final class Batch implements AutoCloseable {
     private final MemorySegment data;
     private final Shape shape;
     private final DType dtype;
+    private final MemorySegment buffer;
     private final Consumer<MemorySegment> release;
     private boolean closed;
 
-    Batch(long epoch, long number, long[] indices, MemorySegment data, Shape shape, DType dtype,
+    Batch(long epoch, long number, long[] indices, MemorySegment buffer, MemorySegment data, Shape shape, DType dtype,
           Consumer<MemorySegment> release) {
+        this.buffer = buffer;
         this.epoch = epoch;
         this.number = number;
         this.indices = indices;
@@ -147,7 +149,7 @@ public final class Batch implements AutoCloseable {
     public void close() {
         if (!closed) {
             closed = true;
-            release.accept(data);
+            release.accept(buffer);
         }
     }
 }

@@ -189,7 +189,7 @@ public final class Loader implements AutoCloseable {
             freeBuffers.addFirst(buffer);
             throw e;
         }
-        return new Batch(epoch, number, indices, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
+        return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
     }
 
     /** Reads in the source's type at the end of the buffer, then widens or narrows forwards element by element. */
