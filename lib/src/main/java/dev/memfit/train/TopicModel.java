@@ -1,0 +1,265 @@
+package dev.memfit.train;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
+import dev.memfit.Progress;
+import dev.memfit.data.ArraySource;
+import dev.memfit.data.Batch;
+import dev.memfit.data.Loader;
+import dev.memfit.io.DType;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.function.Consumer;
+
+/**
+ * Poisson non-negative matrix factorisation of a documents x terms count matrix, fitted by mini-batch Adam on DJL
+ * PyTorch: the model of tinytopics.
+ *
+ * <p>X (n x m) is approximated by L F, where L = softmax(A) row-wise (n x k, document-topic proportions) and
+ * F = softmax(B) row-wise (k x m, topic-term distributions). The loss of a batch of documents is
+ * {@code sum(-X log(L F + 1e-10) + L F)}; an epoch's reported loss is the sum over its batches divided by the
+ * documents seen. Only the mini-batch of X goes to the device; A and B live there for the whole fit.
+ *
+ * <pre>{@code
+ * TopicModel model = TopicModel.builder().setTopics(10).optEpochs(50).optLearningRate(0.01).build();
+ * try (Loader loader = Datasets.npy(counts).mapped().batchSize(256).shuffle(1).loader();
+ *      TopicFit fit = model.fit(loader)) {
+ *     double[] losses = fit.losses();
+ * }
+ * }</pre>
+ */
+public final class TopicModel {
+
+    private static final float EPSILON = 1e-10f;
+
+    private final int topics;
+    private final int epochs;
+    private final float learningRate;
+    private final long seed;
+    private final Device device;
+
+    private TopicModel(Builder builder) {
+        this.topics = builder.topics;
+        this.epochs = builder.epochs;
+        this.learningRate = builder.learningRate;
+        this.seed = builder.seed;
+        this.device = builder.device;
+    }
+
+    /**
+     * Starts a builder.
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * The device fits run on when none is set: the first GPU DJL sees, else the CPU.
+     *
+     * @return the device
+     */
+    public static Device defaultDevice() {
+        return Engine.getEngine("PyTorch").defaultDevice();
+    }
+
+    /**
+     * Fits the model to the counts a loader yields; the loader's shuffle and batch size drive the mini-batches.
+     *
+     * @param loader batches of documents (rows of term counts, float32)
+     * @return the fit
+     */
+    public TopicFit fit(Loader loader) {
+        return fit(loader, stats -> { });
+    }
+
+    /**
+     * Fits the model, reporting each epoch as it ends.
+     *
+     * @param loader batches of documents (rows of term counts, float32)
+     * @param onEpoch called after every epoch
+     * @return the fit
+     */
+    public TopicFit fit(Loader loader, Consumer<EpochStats> onEpoch) {
+        if (loader.outputType() != DType.FLOAT32) {
+            throw new IllegalArgumentException("the topic model trains on float32 counts; build the loader with "
+                    + ".convertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
+        }
+        long documents = loader.source().size();
+        long terms = loader.source().sampleShape().size();
+        Engine engine = Engine.getEngine("PyTorch");
+        Device target = device != null ? device : engine.defaultDevice();
+        List<EpochStats> history = new ArrayList<>();
+        try (NDManager manager = engine.newBaseManager(target);
+             Progress progress = Progress.bar("Topic model", epochs * loader.batchesPerEpoch(), "batches")) {
+            SplittableRandom random = new SplittableRandom(seed);
+            NDArray docLogits = uniform(manager, random, new Shape(documents, topics));
+            NDArray topicLogits = uniform(manager, random, new Shape(topics, terms));
+            docLogits.setRequiresGradient(true);
+            topicLogits.setRequiresGradient(true);
+            Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+            for (int epoch = 0; epoch < epochs; epoch++) {
+                long start = System.nanoTime();
+                double lossSum = 0;
+                long samples = 0;
+                long steps = 0;
+                for (Batch batch : loader.epoch(epoch)) {
+                    try (NDManager step = manager.newSubManager()) {
+                        NDArray counts = batch.toNDArray(step).toDevice(target, false);
+                        NDArray rows = step.create(batch.indices()).toDevice(target, false);
+                        try (GradientCollector collector = engine.newGradientCollector()) {
+                            NDArray l = docLogits.get(rows);
+                            l.attach(step);
+                            NDArray f = topicLogits.softmax(1);
+                            f.attach(step);
+                            NDArray reconstruction = l.softmax(1).matMul(f).add(EPSILON);
+                            NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
+                            collector.backward(loss);
+                            lossSum += loss.getFloat();
+                        }
+                        NDArray docGrad = docLogits.getGradient();
+                        NDArray topicGrad = topicLogits.getGradient();
+                        docGrad.attach(step);
+                        topicGrad.attach(step);
+                        adam.update("documentTopics", docLogits, docGrad);
+                        adam.update("topicTerms", topicLogits, topicGrad);
+                    }
+                    samples += batch.size();
+                    steps++;
+                    progress.step(1);
+                }
+                EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples),
+                        (System.nanoTime() - start) / 1e9, steps, samples);
+                history.add(stats);
+                progress.message(String.format("epoch %d loss %.4f", epoch, stats.loss()));
+                onEpoch.accept(stats);
+            }
+            return new TopicFit(toSource(docLogits.softmax(1), documents), toRows(topicLogits.softmax(1)),
+                    List.copyOf(history), target.toString());
+        }
+    }
+
+    private static NDArray uniform(NDManager manager, SplittableRandom random, Shape shape) {
+        // Initialised from Java's generator so a seed gives the same start on every device and engine version.
+        float[] values = new float[Math.toIntExact(shape.size())];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) (random.nextDouble() * 0.2 - 0.1);
+        }
+        return manager.create(values, shape);
+    }
+
+    private static ArraySource toSource(NDArray proportions, long documents) {
+        float[] values = proportions.toDevice(Device.cpu(), false).toFloatArray();
+        int k = Math.toIntExact(proportions.getShape().get(1));
+        ArraySource source = ArraySource.allocate("document-topic proportions", documents, new Shape(k), DType.FLOAT32);
+        MemorySegment.copy(values, 0, source.data(), ValueLayout.JAVA_FLOAT, 0, values.length);
+        return source;
+    }
+
+    private static float[][] toRows(NDArray matrix) {
+        int rows = Math.toIntExact(matrix.getShape().get(0));
+        int cols = Math.toIntExact(matrix.getShape().get(1));
+        float[] flat = matrix.toDevice(Device.cpu(), false).toFloatArray();
+        float[][] result = new float[rows][cols];
+        for (int r = 0; r < rows; r++) {
+            System.arraycopy(flat, r * cols, result[r], 0, cols);
+        }
+        return result;
+    }
+
+    /** Configures a {@link TopicModel}: {@code setX} is required, {@code optX} optional. */
+    public static final class Builder {
+        private int topics;
+        private int epochs = 50;
+        private float learningRate = 0.01f;
+        private long seed = 1;
+        private Device device;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the number of topics k (required).
+         *
+         * @param k at least 1
+         * @return this builder
+         */
+        public Builder setTopics(int k) {
+            this.topics = k;
+            return this;
+        }
+
+        /**
+         * Sets the number of epochs (default 50).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder optEpochs(int count) {
+            this.epochs = count;
+            return this;
+        }
+
+        /**
+         * Sets Adam's learning rate (default 0.01).
+         *
+         * @param rate positive
+         * @return this builder
+         */
+        public Builder optLearningRate(double rate) {
+            this.learningRate = (float) rate;
+            return this;
+        }
+
+        /**
+         * Sets the seed of the initial parameters (default 1).
+         *
+         * @param value the seed
+         * @return this builder
+         */
+        public Builder optSeed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /**
+         * Sets the device (default: a GPU when DJL sees one, else the CPU).
+         *
+         * @param target the device
+         * @return this builder
+         */
+        public Builder optDevice(Device target) {
+            this.device = target;
+            return this;
+        }
+
+        /**
+         * Validates and builds.
+         *
+         * @return the model
+         */
+        public TopicModel build() {
+            if (topics < 1) {
+                throw new IllegalArgumentException("setTopics(k) is required and k must be at least 1, got " + topics);
+            }
+            if (epochs < 1) {
+                throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
+            }
+            if (!(learningRate > 0)) {
+                throw new IllegalArgumentException("learning rate must be positive, got " + learningRate);
+            }
+            return new TopicModel(this);
+        }
+    }
+}

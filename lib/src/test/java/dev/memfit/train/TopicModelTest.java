@@ -1,0 +1,101 @@
+package dev.memfit.train;
+
+import dev.memfit.data.Datasets;
+import dev.memfit.data.Loader;
+import dev.memfit.io.Npy;
+import dev.memfit.io.NpyHeader;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TopicModelTest {
+
+    private static SyntheticTopics.Corpus corpus;
+
+    @BeforeAll
+    static void generate() {
+        corpus = SyntheticTopics.generate(1_000, 300, 4, 500, 11);
+    }
+
+    @Test
+    void syntheticCountsFollowTheirTopics() {
+        double total = 0;
+        for (long i = 0; i < corpus.counts().size(); i++) {
+            for (int j = 0; j < 300; j++) {
+                total += corpus.counts().data().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i * 300 + j);
+            }
+        }
+        assertEquals(500.0, total / 1_000, 5.0, "mean document length");
+        for (float[] topic : corpus.trueF()) {
+            double sum = 0;
+            for (float p : topic) {
+                sum += p;
+            }
+            assertEquals(1.0, sum, 1e-4);
+        }
+    }
+
+    @Test
+    void recoversTheTrueTopics() {
+        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(30).optLearningRate(0.05).optSeed(3).build();
+        try (Loader loader = Datasets.of(corpus.counts()).batchSize(64).shuffle(5).loader();
+             TopicFit fit = model.fit(loader)) {
+            double score = TopicRecovery.score(fit.topicTerms(), corpus.trueF());
+            assertTrue(score > 0.9, "topic recovery " + score);
+            double[] losses = fit.losses();
+            assertEquals(30, losses.length);
+            assertTrue(losses[29] < losses[0] * 0.9, "loss should fall: " + losses[0] + " -> " + losses[29]);
+            float[] l0 = fit.documentTopics(0);
+            double sum = 0;
+            for (float v : l0) {
+                sum += v;
+            }
+            assertEquals(1.0, sum, 1e-4);
+        }
+    }
+
+    @Test
+    void recoveryOfUnrelatedTopicsIsLow() {
+        try (SyntheticTopics.Corpus other = SyntheticTopics.generate(10, 300, 4, 50, 99)) {
+            assertTrue(TopicRecovery.score(other.trueF(), corpus.trueF()) < 0.5);
+            assertEquals(1.0, TopicRecovery.score(corpus.trueF(), corpus.trueF()), 1e-9);
+        }
+    }
+
+    @Test
+    void mappedFileGivesTheSameLossCurveAsMemory(@TempDir Path dir) {
+        Path file = dir.resolve("counts.npy");
+        Npy.write(file, NpyHeader.of(dev.memfit.io.DType.FLOAT32, corpus.counts().size(), 300), corpus.counts().data());
+        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(3).optSeed(8).build();
+        double[] inMemory;
+        double[] mapped;
+        try (Loader loader = Datasets.of(corpus.counts()).batchSize(100).shuffle(21).loader();
+             TopicFit fit = model.fit(loader)) {
+            inMemory = fit.losses();
+        }
+        try (Loader loader = Datasets.npy(file).mapped().batchSize(100).shuffle(21).threads(2).loader();
+             TopicFit fit = model.fit(loader)) {
+            mapped = fit.losses();
+        }
+        assertArrayEquals(inMemory, mapped, 0.0, "same seed, same batches: the same loss curve, bit for bit");
+    }
+
+    @Test
+    void refusesIntegerBatchesWithAHint(@TempDir Path dir) {
+        Path file = dir.resolve("ints.npy");
+        Npy.write(file, NpyHeader.of(dev.memfit.io.DType.INT32, 4, 3), java.lang.foreign.MemorySegment.ofArray(new int[12]));
+        TopicModel model = TopicModel.builder().setTopics(2).build();
+        try (Loader loader = Datasets.npy(file).mapped().batchSize(2).loader()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> model.fit(loader));
+            assertTrue(e.getMessage().contains("convertTo(DType.FLOAT32)"));
+        }
+        assertThrows(IllegalArgumentException.class, () -> TopicModel.builder().build());
+    }
+}
