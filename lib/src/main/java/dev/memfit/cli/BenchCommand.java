@@ -1,0 +1,147 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.bench.LoaderBenchmark;
+import dev.memfit.bench.TopicBenchmark;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import tech.tablesaw.api.DoubleColumn;
+import tech.tablesaw.api.IntColumn;
+import tech.tablesaw.api.StringColumn;
+import tech.tablesaw.api.Table;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
+@Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
+        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class})
+final class BenchCommand implements Runnable {
+
+    @Override
+    public void run() {
+        new picocli.CommandLine(this).usage(System.out);
+    }
+
+    private static void printJson(List<?> rows) throws Exception {
+        ObjectMapper mapper = new ObjectMapper();
+        for (Object row : rows) {
+            System.out.println(mapper.writeValueAsString(row));
+        }
+    }
+
+    @Command(name = "loader", mixinStandardHelpOptions = true,
+            description = "Random batches from a page-cached memory-mapped .npy: memfit vs C mmap+memcpy vs numpy.")
+    static final class Loader implements Callable<Integer> {
+        @Option(names = "--file", description = "the .npy to read (created if missing; default build/bench/loader-<GB>g.npy)")
+        private Path file;
+        @Option(names = "--gb", defaultValue = "2", description = "data size when creating the file (default ${DEFAULT-VALUE})")
+        private double gigabytes;
+        @Option(names = "--columns", defaultValue = "5000", description = "float32 columns per row (default ${DEFAULT-VALUE})")
+        private int columns;
+        @Option(names = "--batch", defaultValue = "256", description = "rows per batch (default ${DEFAULT-VALUE})")
+        private int batch;
+        @Option(names = "--epochs", defaultValue = "4", description = "epochs: the first on a fresh mapping, the rest steady state (default ${DEFAULT-VALUE})")
+        private int epochs;
+        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "loader threads to measure (default ${DEFAULT-VALUE})")
+        private List<Integer> threads;
+        @Option(names = "--seed", defaultValue = "7")
+        private long seed;
+        @Option(names = "--no-baselines", description = "skip the C and numpy baselines")
+        private boolean noBaselines;
+        @Option(names = "--json", description = "print JSON rows instead of a table")
+        private boolean json;
+
+        @Override
+        public Integer call() throws Exception {
+            long bytes = (long) (gigabytes * 1e9);
+            Path target = file != null ? file : Path.of("build", "bench", String.format("loader-%sg.npy", gigabytes));
+            java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
+            List<LoaderBenchmark.Row> rows = LoaderBenchmark.run(new LoaderBenchmark.Settings(target, bytes, columns,
+                    batch, epochs, threads, seed, !noBaselines));
+            if (json) {
+                printJson(rows);
+                return 0;
+            }
+            Table table = Table.create("Random batches of " + batch + " rows from " + target + " (page-cached, mapped)");
+            StringColumn method = StringColumn.create("method");
+            IntColumn threadColumn = IntColumn.create("threads");
+            DoubleColumn first = DoubleColumn.create("first epoch GB/s");
+            DoubleColumn steady = DoubleColumn.create("steady GB/s");
+            DoubleColumn rowsPerSecond = DoubleColumn.create("steady rows/s");
+            DoubleColumn vsC = DoubleColumn.create("steady vs C, same threads");
+            for (LoaderBenchmark.Row row : rows) {
+                method.append(row.method());
+                threadColumn.append(row.threads());
+                first.append(round(row.firstEpochGbps(), 2));
+                steady.append(round(row.steadyGbps(), 2));
+                rowsPerSecond.append(Math.round(row.steadyRowsPerSecond()));
+                double c = rows.stream().filter(r -> r.method().startsWith("C ") && r.threads() == row.threads())
+                        .mapToDouble(LoaderBenchmark.Row::steadyGbps).findFirst().orElse(Double.NaN);
+                vsC.append(round(row.steadyGbps() / c, 3));
+            }
+            table.addColumns(method, threadColumn, first, steady, rowsPerSecond, vsC);
+            System.out.println(table.printAll());
+            return 0;
+        }
+    }
+
+    @Command(name = "topics", mixinStandardHelpOptions = true,
+            description = "Seconds per epoch of the topic model: memfit vs tinytopics' loop in torch, same data and threads.")
+    static final class Topics implements Callable<Integer> {
+        @Option(names = "--documents", defaultValue = "20000")
+        private int documents;
+        @Option(names = "--terms", defaultValue = "2000")
+        private int terms;
+        @Option(names = "--topics", defaultValue = "10")
+        private int topics;
+        @Option(names = "--batch", defaultValue = "16,256", split = ",")
+        private List<Integer> batches;
+        @Option(names = "--epochs", defaultValue = "3")
+        private int epochs;
+        @Option(names = "--threads", defaultValue = "1", description = "PyTorch compute threads on both sides (default ${DEFAULT-VALUE})")
+        private int threads;
+        @Option(names = "--lr", defaultValue = "0.01")
+        private double learningRate;
+        @Option(names = "--no-baseline", description = "skip the torch baseline")
+        private boolean noBaseline;
+        @Option(names = "--json")
+        private boolean json;
+
+        @Override
+        public Integer call() throws Exception {
+            // Must be set before the engine starts; the launcher starts a fresh JVM per command.
+            System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
+            System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
+            List<TopicBenchmark.Row> rows = TopicBenchmark.run(new TopicBenchmark.Settings(Path.of("build", "bench"),
+                    documents, terms, topics, batches, epochs, threads, learningRate, !noBaseline));
+            if (json) {
+                printJson(rows);
+                return 0;
+            }
+            Table table = Table.create("Topic model n=" + documents + " m=" + terms + " k=" + topics + ", "
+                    + threads + " thread(s), CPU");
+            StringColumn method = StringColumn.create("method");
+            IntColumn batch = IntColumn.create("batch");
+            DoubleColumn first = DoubleColumn.create("first epoch s");
+            DoubleColumn later = DoubleColumn.create("s/epoch (later)");
+            DoubleColumn loss = DoubleColumn.create("final loss");
+            for (TopicBenchmark.Row row : rows) {
+                method.append(row.method());
+                batch.append(row.batchSize());
+                first.append(round(row.firstEpochSeconds(), 3));
+                later.append(round(row.epochSeconds(), 3));
+                loss.append(round(row.finalLoss(), 3));
+            }
+            table.addColumns(method, batch, first, later, loss);
+            System.out.println(table.printAll());
+            return 0;
+        }
+    }
+
+    private static double round(double value, int digits) {
+        double scale = Math.pow(10, digits);
+        return Math.round(value * scale) / scale;
+    }
+}

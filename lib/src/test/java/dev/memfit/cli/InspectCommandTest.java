@@ -1,0 +1,80 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.PythonPeer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class InspectCommandTest {
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Main.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void reportsWhatNumpyReports(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("x.npy");
+        String numpy = PythonPeer.run("""
+                import sys, numpy as np
+                a = np.asfortranarray(np.random.default_rng(1).integers(0, 1000, (300, 7)).astype('>i8'))
+                np.save(sys.argv[1], a)
+                print(repr(float(a.sum(dtype=np.float64))))
+                """, file);
+        Run result = run("inspect", file.toString(), "--json");
+        assertEquals(0, result.status(), result.err());
+        JsonNode json = new ObjectMapper().readTree(result.out());
+        assertEquals("[300,7]", json.get("shape").toString());
+        assertEquals("int64 (>i8)", json.get("dtype").asText());
+        assertEquals("big-endian", json.get("byte_order").asText());
+        assertTrue(json.get("memory_order").asText().startsWith("Fortran"));
+        assertEquals(Files.size(file), json.get("size_on_disk").asLong());
+        assertEquals(Double.parseDouble(numpy), json.get("sum").asDouble(), 0.0);
+
+        Run table = run("inspect", file.toString());
+        assertTrue(table.out().contains("shape          [300, 7]"), table.out());
+    }
+
+    @Test
+    void badFileExitsNonZeroWithTheMessage(@TempDir Path dir) throws Exception {
+        Path text = dir.resolve("notes.npy");
+        Files.writeString(text, "hello world, not numpy");
+        Run result = run("inspect", text.toString());
+        assertEquals(1, result.status());
+        assertTrue(result.err().startsWith("memfit inspect: " + text + " at byte 0: expected the .npy magic"), result.err());
+
+        Run missing = run("inspect", dir.resolve("missing.npy").toString());
+        assertEquals(1, missing.status());
+        assertTrue(missing.err().contains("missing.npy: no such file"), missing.err());
+
+        Path csv = dir.resolve("table.csv");
+        Files.writeString(csv, "a,b\n");
+        Run other = run("inspect", csv.toString());
+        assertEquals(1, other.status());
+        assertTrue(other.err().contains("expected a .npy file"), other.err());
+    }
+}
