@@ -1,0 +1,112 @@
+# Shared shell functions of ./memfit: find the JDK, install what the notebooks need, build, write the kernelspec.
+# Sourced by ./memfit; expects MEMFIT_ROOT to be the repository root.
+
+MEMFIT_MIN_JAVA=25
+MEMFIT_APT_PACKAGES="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client \
+python3-numpy python3-h5py fontconfig fonts-dejavu-core"
+
+memfit_die() {
+    echo "memfit: $*" >&2
+    exit 1
+}
+
+memfit_java_version() { # prints the feature version of a java binary, or nothing
+    "$1" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p' | head -n 1
+}
+
+# Finds a JDK >= MEMFIT_MIN_JAVA: JAVA_HOME first, then /usr/lib/jvm/*; exports JAVA_HOME and MEMFIT_JAVA.
+memfit_find_jdk() {
+    local candidate version
+    for candidate in "${JAVA_HOME:-}" /usr/lib/jvm/*; do
+        [ -n "$candidate" ] && [ -x "$candidate/bin/java" ] && [ -x "$candidate/bin/javac" ] || continue
+        version=$(memfit_java_version "$candidate/bin/java")
+        if [ -n "$version" ] && [ "${version%%.*}" -ge "$MEMFIT_MIN_JAVA" ] 2>/dev/null; then
+            export JAVA_HOME="$candidate"
+            export MEMFIT_JAVA="$candidate/bin/java"
+            return 0
+        fi
+    done
+    memfit_die "no JDK >= $MEMFIT_MIN_JAVA found (looked at \$JAVA_HOME='${JAVA_HOME:-}' and /usr/lib/jvm/*).
+Install one, e.g. Temurin 25 (https://adoptium.net) or 'apt-get install openjdk-25-jdk' where your distribution has it,
+then set JAVA_HOME to it."
+}
+
+# Checks the Debian packages the notebooks and format tests use; installs them as root, else says how.
+memfit_system_packages() {
+    local missing=()
+    [ -x /usr/bin/jupyter ] || missing+=(jupyter)
+    /usr/bin/python3 -c "import nbclient, nbconvert, jupyter_client, ipykernel" 2>/dev/null || missing+=(nbclient)
+    /usr/bin/python3 -c "import numpy, h5py" 2>/dev/null || missing+=(numpy)
+    command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "memfit: installing Debian packages for ${missing[*]} ..."
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q >/dev/null || memfit_die "apt-get update failed"
+        # shellcheck disable=SC2086
+        apt-get install -y -q --no-install-recommends $MEMFIT_APT_PACKAGES >/dev/null \
+            || memfit_die "apt-get install failed for: $MEMFIT_APT_PACKAGES"
+    else
+        memfit_die "missing ${missing[*]}. Install them with:
+  sudo apt-get install $MEMFIT_APT_PACKAGES"
+    fi
+}
+
+# Builds lib/ and the kernel when a source is newer than the jars (or they are missing).
+memfit_build() {
+    local jar="$MEMFIT_ROOT/lib/target/memfit.jar" kernel="$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar"
+    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -z "$(find "$MEMFIT_ROOT/lib/src/main" "$MEMFIT_ROOT/environment/kernel/src" \
+            "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT/lib/pom.xml" "$MEMFIT_ROOT/environment/kernel/pom.xml" \
+            -newer "$jar" -type f 2>/dev/null | head -n 1)" ]; then
+        return 0
+    fi
+    echo "memfit: building (Maven wrapper; the first build downloads dependencies from Maven Central) ..."
+    (cd "$MEMFIT_ROOT" && ./mvnw -q -B -DskipTests package) || memfit_die "build failed: run ./mvnw -B package to see why"
+}
+
+memfit_classpath() {
+    echo "$MEMFIT_ROOT/lib/target/memfit.jar:$MEMFIT_ROOT/lib/target/lib/*"
+}
+
+memfit_java_options() {
+    echo "--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Djava.awt.headless=true \
+-Dai.djl.offline=true -Dmemfit.home=$MEMFIT_ROOT"
+}
+
+# Writes the 'memfit' kernelspec under build/jupyter and points JUPYTER_PATH at it.
+memfit_kernelspec() {
+    local dir="$MEMFIT_ROOT/build/jupyter/kernels/memfit"
+    mkdir -p "$dir"
+    cat > "$dir/launch.sh" <<LAUNCH
+#!/usr/bin/env bash
+# Written by memfit's environment/lib.sh. The heap is set per run: MEMFIT_KERNEL_HEAP (default 2g).
+exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) \\
+  -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
+  dev.memfit.kernel.KernelMain "\$@"
+LAUNCH
+    chmod +x "$dir/launch.sh"
+    cat > "$dir/kernel.json" <<JSON
+{
+  "argv": ["$dir/launch.sh", "{connection_file}"],
+  "display_name": "Java (memfit)",
+  "language": "java",
+  "interrupt_mode": "message",
+  "env": {
+    "RJK_CLASSPATH": "$MEMFIT_ROOT/lib/target/memfit.jar;$MEMFIT_ROOT/lib/target/lib/*.jar",
+    "DJL_OFFLINE": "true",
+    "OPT_OUT_TRACKING": "true",
+    "MEMFIT_HOME": "$MEMFIT_ROOT"
+  }
+}
+JSON
+    export JUPYTER_PATH="$MEMFIT_ROOT/build/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+}
+
+# Everything a command needs before it runs.
+memfit_setup() {
+    export DJL_OFFLINE=true OPT_OUT_TRACKING=true
+    memfit_find_jdk
+    memfit_system_packages
+    memfit_build
+    memfit_kernelspec
+}
