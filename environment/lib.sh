@@ -80,6 +80,9 @@ memfit_kernelspec() {
     cat > "$dir/launch.sh" <<LAUNCH
 #!/usr/bin/env bash
 # Written by memfit's environment/lib.sh. The heap is set per run: MEMFIT_KERNEL_HEAP (default 2g).
+# The kernel's own output (class path lines, warnings) goes to kernel.log beside this file; cell output goes to
+# the notebook as usual.
+exec >>"$dir/kernel.log" 2>&1
 exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) \\
   -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
   dev.memfit.kernel.KernelMain "\$@"

@@ -34,10 +34,20 @@ def apply_carriage_returns(text):
 
 
 def tidy_outputs(nb):
+    """Joins the kernel's many small stream messages per cell, then applies carriage returns (progress bars)."""
     for cell in nb.cells:
+        merged = []
         for output in cell.get("outputs", []):
+            if (output.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                    and merged[-1]["name"] == output["name"]):
+                merged[-1]["text"] += output["text"]
+            else:
+                merged.append(output)
+        for output in merged:
             if output.get("output_type") == "stream":
                 output["text"] = apply_carriage_returns(output["text"])
+        if "outputs" in cell:
+            cell["outputs"] = merged
 
 
 def write(nb, target_html, target_ipynb):
@@ -75,6 +85,7 @@ def main():
     args = parser.parse_args()
     if args.small:
         os.environ["MEMFIT_SMALL"] = "1"
+        os.environ.setdefault("MEMFIT_KERNEL_HEAP", "512m")
     os.environ.setdefault("MEMFIT_PROGRESS", "true")
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
     if not notebooks:
@@ -93,6 +104,11 @@ def main():
             first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
             print(f"[{path.stem}] FAILED after {seconds:.1f} s -> {html}", flush=True)
             print("    " + "\n    ".join(first_line[-15:]), flush=True)
+            if not isinstance(error, CellExecutionError):
+                log = ROOT / "build" / "jupyter" / "kernels" / "memfit" / "kernel.log"
+                if log.exists():
+                    print(f"    last lines of {log}:", flush=True)
+                    print("    " + "\n    ".join(log.read_text(errors="replace").splitlines()[-20:]), flush=True)
     print(f"HTML with inline plots: {args.out}")
     print(f"notebooks: {len(notebooks) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

@@ -107,7 +107,9 @@ public final class Charts {
     public static BufferedImage bars(String title, String yLabel, List<String> categories, Map<String, double[]> series) {
         CategoryChart chart = new CategoryChartBuilder().width(WIDTH).height(HEIGHT).title(title)
                 .xAxisTitle("").yAxisTitle(yLabel).build();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
+        chart.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
+        chart.getStyler().setLegendVisible(series.size() > 1);
         chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
         chart.getStyler().setLabelsVisible(false);
         for (Map.Entry<String, double[]> entry : series.entrySet()) {

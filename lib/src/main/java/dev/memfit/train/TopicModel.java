@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
@@ -28,7 +29,9 @@ import java.util.function.Consumer;
  * <p>X (n x m) is approximated by L F, where L = softmax(A) row-wise (n x k, document-topic proportions) and
  * F = softmax(B) row-wise (k x m, topic-term distributions). The loss of a batch of documents is
  * {@code sum(-X log(L F + 1e-10) + L F)}; an epoch's reported loss is the sum over its batches divided by the
- * documents seen. Only the mini-batch of X goes to the device; A and B live there for the whole fit.
+ * documents seen. Only the mini-batch of X goes to the device; A and B live there for the whole fit. B is updated by
+ * Adam at every step; A, which grows with the data, is by default updated only in the rows of the batch
+ * (see {@link Builder#optSparseDocumentUpdates(boolean)}).
  *
  * <pre>{@code
  * TopicModel model = TopicModel.builder().setTopics(10).optEpochs(50).optLearningRate(0.01).build();
@@ -47,8 +50,10 @@ public final class TopicModel {
     private final float learningRate;
     private final long seed;
     private final Device device;
+    private final boolean sparseDocumentUpdates;
 
     private TopicModel(Builder builder) {
+        this.sparseDocumentUpdates = builder.sparseDocumentUpdates;
         this.topics = builder.topics;
         this.epochs = builder.epochs;
         this.learningRate = builder.learningRate;
@@ -106,9 +111,12 @@ public final class TopicModel {
             SplittableRandom random = new SplittableRandom(seed);
             NDArray docLogits = uniform(manager, random, new Shape(documents, topics));
             NDArray topicLogits = uniform(manager, random, new Shape(topics, terms));
-            docLogits.setRequiresGradient(true);
             topicLogits.setRequiresGradient(true);
             Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+            RowAdam rowAdam = sparseDocumentUpdates ? new RowAdam(manager, docLogits.getShape(), learningRate) : null;
+            if (!sparseDocumentUpdates) {
+                docLogits.setRequiresGradient(true);
+            }
             for (int epoch = 0; epoch < epochs; epoch++) {
                 long start = System.nanoTime();
                 double lossSum = 0;
@@ -117,23 +125,34 @@ public final class TopicModel {
                 for (Batch batch : loader.epoch(epoch)) {
                     try (NDManager step = manager.newSubManager()) {
                         NDArray counts = batch.toNDArray(step).toDevice(target, false);
-                        NDArray rows = step.create(batch.indices()).toDevice(target, false);
+                        NDIndex rows = new NDIndex("{}", step.create(batch.indices()).toDevice(target, false));
+                        // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k),
+                        // not O(n k). Dense: gradients flow into all of A, as in tinytopics.
+                        NDArray docRows = docLogits.get(rows);
+                        docRows.attach(step);
+                        if (sparseDocumentUpdates) {
+                            docRows.setRequiresGradient(true);
+                        }
                         try (GradientCollector collector = engine.newGradientCollector()) {
-                            NDArray l = docLogits.get(rows);
-                            l.attach(step);
                             NDArray f = topicLogits.softmax(1);
                             f.attach(step);
-                            NDArray reconstruction = l.softmax(1).matMul(f).add(EPSILON);
+                            NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
                             NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
                             collector.backward(loss);
                             lossSum += loss.getFloat();
                         }
-                        NDArray docGrad = docLogits.getGradient();
                         NDArray topicGrad = topicLogits.getGradient();
-                        docGrad.attach(step);
                         topicGrad.attach(step);
-                        adam.update("documentTopics", docLogits, docGrad);
                         adam.update("topicTerms", topicLogits, topicGrad);
+                        if (sparseDocumentUpdates) {
+                            NDArray docGrad = docRows.getGradient();
+                            docGrad.attach(step);
+                            rowAdam.update(docLogits, rows, docRows.stopGradient(), docGrad, step);
+                        } else {
+                            NDArray docGrad = docLogits.getGradient();
+                            docGrad.attach(step);
+                            adam.update("documentTopics", docLogits, docGrad);
+                        }
                     }
                     samples += batch.size();
                     steps++;
@@ -185,8 +204,25 @@ public final class TopicModel {
         private float learningRate = 0.01f;
         private long seed = 1;
         private Device device;
+        private boolean sparseDocumentUpdates = true;
 
         private Builder() {
+        }
+
+        /**
+         * Chooses how the document-topic logits A are updated (default: sparse).
+         *
+         * <p>Sparse: only the rows of the documents in a batch are updated, by Adam with per-row moments (the
+         * approach of torch's {@code SparseAdam}), so a step costs O(batch x k) however many documents there are.
+         * Dense: A is one parameter updated by Adam at every step, exactly as tinytopics does, at O(n x k) per step;
+         * use it to compare with tinytopics step for step.
+         *
+         * @param sparse true for sparse updates
+         * @return this builder
+         */
+        public Builder optSparseDocumentUpdates(boolean sparse) {
+            this.sparseDocumentUpdates = sparse;
+            return this;
         }
 
         /**

@@ -42,9 +42,11 @@ class TopicModelTest {
         }
     }
 
-    @Test
-    void recoversTheTrueTopics() {
-        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(30).optLearningRate(0.05).optSeed(3).build();
+    @org.junit.jupiter.params.ParameterizedTest(name = "sparse document updates: {0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void recoversTheTrueTopics(boolean sparse) {
+        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(30).optLearningRate(0.05).optSeed(3)
+                .optSparseDocumentUpdates(sparse).build();
         try (Loader loader = Datasets.of(corpus.counts()).batchSize(64).shuffle(5).loader();
              TopicFit fit = model.fit(loader)) {
             double score = TopicRecovery.score(fit.topicTerms(), corpus.trueF());

@@ -1,0 +1,56 @@
+package dev.memfit.train;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.Shape;
+
+/**
+ * Adam applied to selected rows of a large parameter, with per-row first and second moments and a global step
+ * count for bias correction (the semantics of torch's {@code SparseAdam}).
+ *
+ * <p>Written here because DJL's optimizers update whole parameters; for per-document parameters that grow with the
+ * data, a dense update would make each step cost as much as the whole table.
+ */
+final class RowAdam {
+
+    private static final float BETA1 = 0.9f;
+    private static final float BETA2 = 0.999f;
+    private static final float EPSILON = 1e-8f;
+
+    private final NDArray firstMoment;
+    private final NDArray secondMoment;
+    private final float learningRate;
+    private long steps;
+
+    RowAdam(NDManager manager, Shape shape, float learningRate) {
+        this.firstMoment = manager.zeros(shape);
+        this.secondMoment = manager.zeros(shape);
+        this.learningRate = learningRate;
+    }
+
+    /**
+     * Updates the given rows of a parameter in place.
+     *
+     * @param parameter the whole parameter
+     * @param rows the rows to update (no duplicates)
+     * @param current the current values of those rows
+     * @param gradient the gradient of those rows
+     * @param scratch the manager that owns this step's temporaries
+     */
+    void update(NDArray parameter, NDIndex rows, NDArray current, NDArray gradient, NDManager scratch) {
+        steps++;
+        NDArray m = firstMoment.get(rows);
+        NDArray v = secondMoment.get(rows);
+        m.attach(scratch);
+        v.attach(scratch);
+        NDArray newM = m.mul(BETA1).add(gradient.mul(1 - BETA1));
+        NDArray newV = v.mul(BETA2).add(gradient.square().mul(1 - BETA2));
+        float mCorrection = (float) (1 - Math.pow(BETA1, steps));
+        float vCorrection = (float) (1 - Math.pow(BETA2, steps));
+        NDArray step = newM.div(mCorrection).div(newV.div(vCorrection).sqrt().add(EPSILON)).mul(learningRate);
+        firstMoment.set(rows, newM);
+        secondMoment.set(rows, newV);
+        parameter.set(rows, current.sub(step));
+    }
+}
