@@ -163,6 +163,10 @@ public final class NpyWriter implements AutoCloseable {
             reservation.close();
             channel.force(true);
             channel.close();
+            // Temporary files are created private (rw-------); a finished data file is readable like any other.
+            if (Files.getFileStore(temporary).supportsFileAttributeView("posix")) {
+                Files.setPosixFilePermissions(temporary, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            }
             try {
                 Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
