@@ -3,6 +3,7 @@ package dev.memfit.interop;
 import dev.memfit.data.Batch;
 import dev.memfit.io.DType;
 import dev.memfit.io.NpyArray;
+import dev.memfit.io.NpyHeader;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.nd4j.linalg.api.buffer.DataBuffer;
@@ -77,19 +78,7 @@ public final class Nd4jArrays {
         // A JavaCPP pointer at the segment's address: ND4J's ByteBuffer factories copy, this one does not.
         Pointer pointer = new BytePointer(memory.asByteBuffer());
         DataBuffer buffer = Nd4j.createBuffer(pointer, length, type);
-        long[] strides = new long[shape.length];
-        long stride = 1;
-        if (order == 'f') {
-            for (int i = 0; i < shape.length; i++) {
-                strides[i] = stride;
-                stride *= shape[i];
-            }
-        } else {
-            for (int i = shape.length - 1; i >= 0; i--) {
-                strides[i] = stride;
-                stride *= shape[i];
-            }
-        }
+        long[] strides = NpyHeader.elementStrides(shape, order == 'f');
         return Nd4j.create(buffer, shape, strides, 0, order, type);
     }
 

@@ -1,6 +1,7 @@
 package dev.memfit.io;
 
 import dev.memfit.MemfitException;
+import dev.memfit.Progress;
 import dev.memfit.memory.NativeMemory;
 
 import java.io.IOException;
@@ -86,57 +87,63 @@ public final class Npy {
      * @return the mapped array, to be closed
      */
     public static NpyArray map(Path file) {
-        Arena arena = Arena.ofShared();
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-            NpyHeader header = readHeader(file, channel);
+        return open(file, "map", (channel, header, arena) -> {
             MemorySegment whole = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
             MemorySegment data = whole.asSlice(header.dataOffset(), header.dataBytes()).asReadOnly();
             return new NpyArray(file, header, arena, data, true, NativeMemory.MAPPED.reserve(channel.size()));
-        } catch (NoSuchFileException e) {
-            arena.close();
-            throw new MemfitException(file + ": no such file", e);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            if (e instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new UncheckedIOException("cannot map " + file, (IOException) e);
-        }
+        });
     }
 
     /**
-     * Reads a whole file into native (off-heap) memory with plain reads.
+     * Reads a whole file into native (off-heap) memory with plain reads, showing progress for large files.
      *
      * @param file the {@code .npy} file
      * @return the array in memory, to be closed
      */
     public static NpyArray load(Path file) {
-        Arena arena = Arena.ofShared();
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-            NpyHeader header = readHeader(file, channel);
+        return open(file, "read", (channel, header, arena) -> {
             MemorySegment data = arena.allocate(Math.max(1, header.dataBytes()), 64).asSlice(0, header.dataBytes());
-            NativeMemory.Reservation reservation = NativeMemory.ALLOCATED.reserve(header.dataBytes());
             long position = header.dataOffset();
             long chunk = 64L << 20;
-            for (long done = 0; done < header.dataBytes(); ) {
-                long n = Math.min(chunk, header.dataBytes() - done);
-                ByteBuffer target = data.asSlice(done, n).asByteBuffer();
-                readFully(channel, target, position + done);
-                if (target.hasRemaining()) {
-                    throw new InvalidFileException(file, position + done + target.position(), "more data", "the end of the file");
+            boolean large = header.dataBytes() > (256L << 20);
+            try (Progress progress = large ? Progress.bar("Loading " + file.getFileName(), header.dataBytes() >> 20, "MB") : null) {
+                for (long done = 0; done < header.dataBytes(); ) {
+                    long n = Math.min(chunk, header.dataBytes() - done);
+                    ByteBuffer target = data.asSlice(done, n).asByteBuffer();
+                    readFully(channel, target, position + done);
+                    if (target.hasRemaining()) {
+                        throw new InvalidFileException(file, position + done + target.position(), "more data",
+                                "the end of the file");
+                    }
+                    done += n;
+                    if (progress != null) {
+                        progress.step(n >> 20);
+                    }
                 }
-                done += n;
             }
-            return new NpyArray(file, header, arena, data, false, reservation);
+            return new NpyArray(file, header, arena, data, false, NativeMemory.ALLOCATED.reserve(header.dataBytes()));
+        });
+    }
+
+    /** Turns a validated header and an open channel into an array backed by memory of the given arena. */
+    private interface ArrayOpener {
+        NpyArray open(FileChannel channel, NpyHeader header, Arena arena) throws IOException;
+    }
+
+    /** Opens, validates and hands over; on any failure the arena is closed and the error names the file. */
+    private static NpyArray open(Path file, String action, ArrayOpener opener) {
+        Arena arena = Arena.ofShared();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            return opener.open(channel, readHeader(file, channel), arena);
         } catch (NoSuchFileException e) {
             arena.close();
             throw new MemfitException(file + ": no such file", e);
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException e) {
             arena.close();
-            if (e instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new UncheckedIOException("cannot read " + file, (IOException) e);
+            throw new UncheckedIOException("cannot " + action + " " + file, e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
         }
     }
 

@@ -41,24 +41,7 @@ public final class NpyArray implements AutoCloseable {
             perRow = Math.multiplyExact(perRow, shape[i]);
         }
         this.rowElements = shape.length == 0 ? 1 : perRow;
-        this.elementStrides = strides(shape, header.fortranOrder());
-    }
-
-    private static long[] strides(long[] shape, boolean fortran) {
-        long[] strides = new long[shape.length];
-        long stride = 1;
-        if (fortran) {
-            for (int i = 0; i < shape.length; i++) {
-                strides[i] = stride;
-                stride *= shape[i];
-            }
-        } else {
-            for (int i = shape.length - 1; i >= 0; i--) {
-                strides[i] = stride;
-                stride *= shape[i];
-            }
-        }
-        return strides;
+        this.elementStrides = header.elementStrides();
     }
 
     /**

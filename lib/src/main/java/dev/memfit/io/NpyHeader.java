@@ -105,6 +105,33 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
     }
 
     /**
+     * The distance, in elements, between neighbours along each dimension of this header's memory order.
+     *
+     * @return one stride per dimension
+     */
+    public long[] elementStrides() {
+        return elementStrides(shape, fortranOrder);
+    }
+
+    /**
+     * Element strides of a dense array in C (row-major) or Fortran (column-major) order.
+     *
+     * @param shape the dimensions
+     * @param fortranOrder true for column-major
+     * @return one stride per dimension, in elements
+     */
+    public static long[] elementStrides(long[] shape, boolean fortranOrder) {
+        long[] strides = new long[shape.length];
+        long stride = 1;
+        for (int k = 0; k < shape.length; k++) {
+            int i = fortranOrder ? k : shape.length - 1 - k;
+            strides[i] = stride;
+            stride *= shape[i];
+        }
+        return strides;
+    }
+
+    /**
      * The number of elements, the product of the shape.
      *
      * @return the element count
