@@ -40,11 +40,12 @@ public final class LoaderBenchmark {
      * @param batchSize rows per batch
      * @param epochs epochs per measurement: the first is the "fresh mapping" epoch, the rest steady state
      * @param threads loader thread counts to measure
+     * @param prefetch batches read ahead per loader thread
      * @param seed shuffle seed
      * @param baselines whether to run the C and numpy baselines
      */
     public record Settings(Path file, long bytes, int columns, int batchSize, int epochs, List<Integer> threads,
-                           long seed, boolean baselines) {
+                           int prefetch, long seed, boolean baselines) {
     }
 
     /**
@@ -117,7 +118,7 @@ public final class LoaderBenchmark {
         double steady = 0;
         long sink = 0;
         try (Loader loader = Datasets.npy(settings.file()).mapped().batchSize(settings.batchSize())
-                .shuffle(settings.seed()).dropLast(true).threads(threads).prefetch(2 * threads).loader()) {
+                .shuffle(settings.seed()).dropLast(true).threads(threads).prefetch(settings.prefetch() * threads).loader()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 for (Batch batch : loader.epoch(epoch)) {
@@ -153,7 +154,7 @@ public final class LoaderBenchmark {
                     chunk[i] = (float) random.nextDouble();
                 }
                 writer.writeRows(row, MemorySegment.ofArray(chunk).asSlice(0, (long) n * rowBytes));
-                progress.step((long) n * rowBytes >> 20);
+                progress.step(((row + n) * rowBytes >> 20) - (row * rowBytes >> 20));
             }
             writer.commit();
         }

@@ -41,7 +41,7 @@ public final class TopicBenchmark {
     /**
      * One measured line.
      *
-     * @param method "memfit (DJL PyTorch)" or "tinytopics loop (torch)"
+     * @param method memfit with dense or sparse document updates, or "tinytopics loop (torch)"
      * @param batchSize the batch size
      * @param firstEpochSeconds the first epoch
      * @param epochSeconds the mean of the later epochs
@@ -71,11 +71,14 @@ public final class TopicBenchmark {
         }
         List<Row> rows = new ArrayList<>();
         for (int batch : settings.batchSizes()) {
-            TopicModel model = TopicModel.builder().setTopics(settings.topics()).optEpochs(settings.epochs())
-                    .optLearningRate(settings.learningRate()).build();
-            try (Loader loader = Datasets.npy(file).inMemory().batchSize(batch).shuffle(1).loader();
-                 TopicFit fit = model.fit(loader)) {
-                rows.add(summarize("memfit (DJL PyTorch)", batch, fit.epochSeconds(), fit.losses()));
+            for (boolean sparse : new boolean[]{false, true}) {
+                TopicModel model = TopicModel.builder().setTopics(settings.topics()).optEpochs(settings.epochs())
+                        .optLearningRate(settings.learningRate()).optSparseDocumentUpdates(sparse).build();
+                try (Loader loader = Datasets.npy(file).inMemory().batchSize(batch).shuffle(1).loader();
+                     TopicFit fit = model.fit(loader)) {
+                    rows.add(summarize(sparse ? "memfit, sparse L updates (default)" : "memfit, dense L updates (as tinytopics)",
+                            batch, fit.epochSeconds(), fit.losses()));
+                }
             }
         }
         if (settings.baseline() && Baselines.pythonHas("torch")) {

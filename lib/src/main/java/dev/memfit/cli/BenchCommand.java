@@ -46,6 +46,8 @@ final class BenchCommand implements Runnable {
         private int epochs;
         @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "loader threads to measure (default ${DEFAULT-VALUE})")
         private List<Integer> threads;
+        @Option(names = "--prefetch", defaultValue = "2", description = "batches read ahead per loader thread (default ${DEFAULT-VALUE})")
+        private int prefetch;
         @Option(names = "--seed", defaultValue = "7")
         private long seed;
         @Option(names = "--no-baselines", description = "skip the C and numpy baselines")
@@ -59,7 +61,7 @@ final class BenchCommand implements Runnable {
             Path target = file != null ? file : Path.of("build", "bench", String.format("loader-%sg.npy", gigabytes));
             java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
             List<LoaderBenchmark.Row> rows = LoaderBenchmark.run(new LoaderBenchmark.Settings(target, bytes, columns,
-                    batch, epochs, threads, seed, !noBaselines));
+                    batch, epochs, threads, prefetch, seed, !noBaselines));
             if (json) {
                 printJson(rows);
                 return 0;
@@ -79,7 +81,11 @@ final class BenchCommand implements Runnable {
                 rowsPerSecond.append(Math.round(row.steadyRowsPerSecond()));
                 double c = rows.stream().filter(r -> r.method().startsWith("C ") && r.threads() == row.threads())
                         .mapToDouble(LoaderBenchmark.Row::steadyGbps).findFirst().orElse(Double.NaN);
-                vsC.append(round(row.steadyGbps() / c, 3));
+                if (Double.isNaN(c)) {
+                    vsC.appendMissing();
+                } else {
+                    vsC.append(round(row.steadyGbps() / c, 3));
+                }
             }
             table.addColumns(method, threadColumn, first, steady, rowsPerSecond, vsC);
             System.out.println(table.printAll());

@@ -50,7 +50,7 @@ public final class Resampling {
                 MemorySegment slice = chunk.asSlice(0, n * rowBytes);
                 source.readBatch(draw, slice);
                 writer.writeRows(first, slice);
-                progress.step(n * rowBytes >> 20);
+                progress.step(((first + n) * rowBytes >> 20) - (first * rowBytes >> 20));
             }
             return writer.commit();
         }
