@@ -50,8 +50,7 @@ public final class Charts {
             // Later runs are dashed so identical curves stay visible on top of each other.
             series.setMarker(y.length <= 40 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
             if (run++ > 0) {
-                series.setLineStyle(new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT,
-                        java.awt.BasicStroke.JOIN_MITER, 10f, new float[]{6f, 6f}, 0f));
+                series.setLineStyle(DASHED[0]);
             }
         }
         return image(chart);
@@ -67,20 +66,34 @@ public final class Charts {
      */
     public static BufferedImage memoryTimeline(String title, MemoryTimeline... timelines) {
         XYChart chart = xy(title, "seconds", "MB");
-        for (MemoryTimeline timeline : timelines) {
+        for (int run = 0; run < timelines.length; run++) {
+            MemoryTimeline timeline = timelines[run];
             String prefix = timelines.length > 1 ? timeline.name() + ": " : "";
-            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed);
-            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon);
-            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile);
+            // One colour per quantity, one line style per run, so runs compare at a glance.
+            java.awt.BasicStroke stroke = run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length];
+            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed, HEAP_COLOUR, stroke);
+            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon, ANON_COLOUR, stroke);
+            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile, FILE_COLOUR, stroke);
             if (timeline.peak(MemorySample::device) >= 0) {
-                addMemorySeries(chart, timeline, prefix + "device", MemorySample::device);
+                addMemorySeries(chart, timeline, prefix + "device", MemorySample::device, DEVICE_COLOUR, stroke);
             }
         }
         return image(chart);
     }
 
+    private static final java.awt.Color HEAP_COLOUR = new java.awt.Color(0x1f77b4);
+    private static final java.awt.Color ANON_COLOUR = new java.awt.Color(0xff7f0e);
+    private static final java.awt.Color FILE_COLOUR = new java.awt.Color(0x9467bd);
+    private static final java.awt.Color DEVICE_COLOUR = new java.awt.Color(0x2ca02c);
+    private static final java.awt.BasicStroke SOLID = new java.awt.BasicStroke(2f);
+    private static final java.awt.BasicStroke[] DASHED = {
+        new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER, 10f, new float[]{7f, 5f}, 0f),
+        new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER, 10f, new float[]{2f, 4f}, 0f),
+    };
+
     private static void addMemorySeries(XYChart chart, MemoryTimeline timeline, String name,
-                                        ToLongFunction<MemorySample> quantity) {
+                                        ToLongFunction<MemorySample> quantity, java.awt.Color colour,
+                                        java.awt.BasicStroke stroke) {
         List<Double> x = new ArrayList<>();
         List<Double> y = new ArrayList<>();
         for (MemorySample sample : timeline.samples()) {
@@ -91,7 +104,10 @@ public final class Charts {
             }
         }
         if (!x.isEmpty()) {
-            chart.addSeries(name, x, y).setMarker(SeriesMarkers.NONE);
+            XYSeries series = chart.addSeries(name, x, y);
+            series.setMarker(SeriesMarkers.NONE);
+            series.setLineColor(colour);
+            series.setLineStyle(stroke);
         }
     }
 
