@@ -3,7 +3,7 @@
 
 MEMFIT_MIN_JAVA=25
 MEMFIT_APT_PACKAGES="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client \
-python3-numpy python3-h5py fontconfig fonts-dejavu-core"
+python3-numpy python3-h5py python3-mrcfile fontconfig fonts-dejavu-core"
 
 memfit_die() {
     echo "memfit: $*" >&2
@@ -36,7 +36,7 @@ memfit_system_packages() {
     local missing=()
     [ -x /usr/bin/jupyter ] || missing+=(jupyter)
     /usr/bin/python3 -c "import nbclient, nbconvert, jupyter_client, ipykernel" 2>/dev/null || missing+=(nbclient)
-    /usr/bin/python3 -c "import numpy, h5py" 2>/dev/null || missing+=(numpy)
+    /usr/bin/python3 -c "import numpy, h5py, mrcfile" 2>/dev/null || missing+=(numpy)
     command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

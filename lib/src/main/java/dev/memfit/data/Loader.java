@@ -192,26 +192,13 @@ public final class Loader implements AutoCloseable {
         return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
     }
 
-    /** Reads in the source's type at the end of the buffer, then widens or narrows forwards element by element. */
+    /** Reads in the source's type where the conversion needs it, then converts in place to the output type. */
     private void convertInPlace(long[] indices, MemorySegment buffer) {
         DType from = source.dtype();
         long elements = indices.length * source.sampleShape().size();
-        long readBytes = elements * from.byteSize();
-        long writeBytes = elements * outputType.byteSize();
-        ByteOrder order = ByteOrder.nativeOrder();
-        if (from.byteSize() >= outputType.byteSize()) {
-            source.readBatch(indices, buffer.asSlice(0, readBytes));
-            for (long e = 0; e < elements; e++) {
-                outputType.setDouble(buffer, e * outputType.byteSize(), order, from.getDouble(buffer, e * from.byteSize(), order));
-            }
-        } else {
-            long start = writeBytes - readBytes;
-            source.readBatch(indices, buffer.asSlice(start, readBytes));
-            for (long e = 0; e < elements; e++) {
-                double value = from.getDouble(buffer, start + e * from.byteSize(), order);
-                outputType.setDouble(buffer, e * outputType.byteSize(), order, value);
-            }
-        }
+        long start = DType.stagingOffset(elements, from, outputType);
+        source.readBatch(indices, buffer.asSlice(start, elements * from.byteSize()));
+        DType.convertInPlace(buffer, elements, from, ByteOrder.nativeOrder(), outputType);
     }
 
     private final class EpochIterator implements Iterator<Batch> {

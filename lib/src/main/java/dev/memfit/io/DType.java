@@ -170,6 +170,42 @@ public enum DType {
         }
     }
 
+    /**
+     * Where to stage {@code count} elements of type {@code from} in a buffer so that
+     * {@link #convertInPlace(MemorySegment, long, DType, ByteOrder, DType)} can turn them into {@code to} at offset 0.
+     *
+     * @param count the number of elements
+     * @param from the type read
+     * @param to the type wanted
+     * @return the byte offset at which to read the source elements
+     */
+    public static long stagingOffset(long count, DType from, DType to) {
+        return Math.max(0, count * (to.byteSize() - from.byteSize()));
+    }
+
+    /**
+     * Converts elements in place, front to back: the source elements sit at
+     * {@link #stagingOffset(long, DType, DType)} and the converted ones end up at offset 0 in the platform's byte
+     * order. A wider target never overtakes the source it has not read yet, a narrower one never catches up with it.
+     *
+     * @param buffer the buffer, at least {@code count * max(from, to)} bytes
+     * @param count the number of elements
+     * @param from the type of the source elements
+     * @param fromOrder their byte order
+     * @param to the type wanted
+     */
+    public static void convertInPlace(MemorySegment buffer, long count, DType from, ByteOrder fromOrder, DType to) {
+        ByteOrder nativeOrder = ByteOrder.nativeOrder();
+        if (from == to && (from.byteSize() == 1 || fromOrder.equals(nativeOrder))) {
+            return;
+        }
+        long start = stagingOffset(count, from, to);
+        for (long e = 0; e < count; e++) {
+            double value = from.getDouble(buffer, start + e * from.byteSize(), fromOrder);
+            to.setDouble(buffer, e * to.byteSize(), nativeOrder, value);
+        }
+    }
+
     private static double unsignedToDouble(long bits) {
         double high = (double) (bits >>> 1) * 2.0;
         return high + (bits & 1L);

@@ -1,0 +1,61 @@
+package dev.memfit.io;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Simulated slow storage (a stand-in for a network file system or a spinning disk, and labelled as such): each
+ * request waits a fixed latency, concurrently with other requests, and the transfers of all requests share one
+ * bandwidth cap. The bytes themselves come from the inner storage.
+ */
+final class SlowStorage implements Storage {
+
+    private final Storage inner;
+    private final long latencyNanos;
+    private final long bytesPerSecond;
+    private long busyUntilNanos;
+
+    SlowStorage(Storage inner, Duration latency, long bytesPerSecond) {
+        this.inner = inner;
+        this.latencyNanos = latency.toNanos();
+        this.bytesPerSecond = bytesPerSecond;
+    }
+
+    @Override
+    public void read(Path file, long position, MemorySegment into) {
+        long start = System.nanoTime();
+        long transferEnd = start + latencyNanos;
+        if (bytesPerSecond > 0) {
+            long transfer = into.byteSize() * 1_000_000_000L / bytesPerSecond;
+            synchronized (this) {
+                // The shared link is free again at busyUntil: transfers queue behind one another.
+                long transferStart = Math.max(start + latencyNanos, busyUntilNanos);
+                busyUntilNanos = transferStart + transfer;
+                transferEnd = busyUntilNanos;
+            }
+        }
+        inner.read(file, position, into);
+        long wait;
+        while ((wait = transferEnd - System.nanoTime()) > 0) {
+            LockSupport.parkNanos(wait);
+        }
+    }
+
+    @Override
+    public long size(Path file) {
+        return inner.size(file);
+    }
+
+    @Override
+    public String describe() {
+        return String.format("simulated slow storage (%.1f ms per request%s)", latencyNanos / 1e6,
+                bytesPerSecond > 0 ? String.format(", %.0f MB/s shared", bytesPerSecond / 1e6) : "");
+    }
+
+    @Override
+    public void close() {
+        inner.close();
+    }
+}

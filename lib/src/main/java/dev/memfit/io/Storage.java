@@ -1,0 +1,65 @@
+package dev.memfit.io;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * Where bytes of files come from: the local file system, or a stand-in for slower storage.
+ *
+ * <p>Lazy sources read through a {@code Storage} so that the same code can be measured on local disk and on
+ * simulated network storage. Implementations are thread-safe.
+ */
+public interface Storage extends AutoCloseable {
+
+    /**
+     * Reads exactly {@code into.byteSize()} bytes of a file.
+     *
+     * @param file the file
+     * @param position the offset of the first byte
+     * @param into where to put the bytes
+     * @throws InvalidFileException when the file ends before
+     */
+    void read(Path file, long position, MemorySegment into);
+
+    /**
+     * The size of a file.
+     *
+     * @param file the file
+     * @return bytes
+     */
+    long size(Path file);
+
+    /**
+     * A short description for tables, such as "local" or "slow (5 ms, 100 MB/s)".
+     *
+     * @return the description
+     */
+    String describe();
+
+    /** Closes open files. */
+    @Override
+    void close();
+
+    /**
+     * Positional reads from the local file system, keeping files open between reads.
+     *
+     * @return the storage
+     */
+    static Storage local() {
+        return new LocalStorage();
+    }
+
+    /**
+     * A clearly simulated slow storage: every request waits {@code latency} (requests overlap, as on a network file
+     * system or a disk queue), and all requests together share {@code bytesPerSecond}.
+     *
+     * @param inner where the bytes really come from
+     * @param latency the wait per request
+     * @param bytesPerSecond the shared bandwidth cap; 0 for none
+     * @return the storage
+     */
+    static Storage slow(Storage inner, Duration latency, long bytesPerSecond) {
+        return new SlowStorage(inner, latency, bytesPerSecond);
+    }
+}
