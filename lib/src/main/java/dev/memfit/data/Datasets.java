@@ -26,6 +26,16 @@ public final class Datasets {
     }
 
     /**
+     * Particle images: one {@code .mrcs} stack, a {@code .txt} list of stacks or a RELION {@code .star} file.
+     *
+     * @param path the stack or listing
+     * @return the next step: eager or lazy
+     */
+    public static ParticleDataset particles(Path path) {
+        return new ParticleDataset(path);
+    }
+
+    /**
      * Any source. The loader does not close it: the caller keeps ownership.
      *
      * @param source the samples
