@@ -28,7 +28,10 @@ import java.util.List;
  *
  * <p>The density is a sum of Gaussian blobs; in conformation 1 two of them (an "arm") swing to another place. The
  * projection of an isotropic Gaussian along z is a 2D Gaussian at the rotated centre, so images are exact and fast
- * to make. Written as {@code particles_NNN.mrcs} stacks, a RELION {@code particles.star} that lists them and
+ * to make. Orientations are rotations by a uniformly random angle up to {@code maxAngle} degrees about a uniformly
+ * random axis: 180 gives all orientations; small values mimic a strongly preferred orientation, the regime where a
+ * pose-free image VAE can see the conformation (cryoDRGN searches or is given poses; this generator is for loaders,
+ * not for reconstruction). Written as {@code particles_NNN.mrcs} stacks, a RELION {@code particles.star} that lists them and
  * {@code conformations.npy} (int8, one per particle).
  */
 public final class SyntheticParticles {
@@ -62,12 +65,14 @@ public final class SyntheticParticles {
      * @param size image width and height in pixels
      * @param perStack images per {@code .mrcs} file
      * @param noise standard deviation of the added noise, relative to the clean image's peak of about 1
+     * @param maxAngle the largest rotation from the reference view, in degrees (180: any orientation)
      * @param seed the seed
      * @return the files and the true conformations
      */
-    public static Written write(Path directory, long particles, int size, int perStack, double noise, long seed) {
-        if (particles < 1 || size < 8 || perStack < 1 || noise < 0) {
-            throw new IllegalArgumentException("need particles >= 1, size >= 8, perStack >= 1, noise >= 0");
+    public static Written write(Path directory, long particles, int size, int perStack, double noise, double maxAngle,
+                                long seed) {
+        if (particles < 1 || size < 8 || perStack < 1 || noise < 0 || maxAngle < 0 || maxAngle > 180) {
+            throw new IllegalArgumentException("need particles >= 1, size >= 8, perStack >= 1, noise >= 0, maxAngle in [0, 180]");
         }
         try {
             Files.createDirectories(directory);
@@ -75,7 +80,7 @@ public final class SyntheticParticles {
             throw new UncheckedIOException("cannot create " + directory, e);
         }
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed);
-        UnitSphereSampler axis = UnitSphereSampler.of(rng, 4);
+        UnitSphereSampler axis = UnitSphereSampler.of(rng, 3);
         ZigguratSampler.NormalizedGaussian gaussian = ZigguratSampler.NormalizedGaussian.of(rng);
         byte[] conformations = new byte[Math.toIntExact(particles)];
         List<Path> stacks = new ArrayList<>();
@@ -93,7 +98,7 @@ public final class SyntheticParticles {
                     for (int i = 0; i < n; i++) {
                         int conformation = rng.nextBoolean() ? 1 : 0;
                         conformations[Math.toIntExact(first + i)] = (byte) conformation;
-                        project(image, size, sigma, rotation(axis.sample()), conformation);
+                        project(image, size, sigma, rotation(axis.sample(), Math.toRadians(maxAngle) * rng.nextDouble()), conformation);
                         for (long p = 0; p < pixels; p++) {
                             float clean = image.getAtIndex(ValueLayout.JAVA_FLOAT, p);
                             image.setAtIndex(ValueLayout.JAVA_FLOAT, p, (float) (clean + noise * gaussian.sample()));
@@ -117,12 +122,12 @@ public final class SyntheticParticles {
         return new Written(starFile, stacks, conformations);
     }
 
-    /** A rotation matrix from a uniformly random unit quaternion (uniform over SO(3)). */
-    private static double[][] rotation(double[] q) {
-        double w = q[0];
-        double x = q[1];
-        double y = q[2];
-        double z = q[3];
+    /** The rotation by {@code angle} radians about a unit axis, as a matrix (from the unit quaternion). */
+    private static double[][] rotation(double[] axis, double angle) {
+        double w = Math.cos(angle / 2);
+        double x = axis[0] * Math.sin(angle / 2);
+        double y = axis[1] * Math.sin(angle / 2);
+        double z = axis[2] * Math.sin(angle / 2);
         return new double[][]{
             {1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)},
             {2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)},

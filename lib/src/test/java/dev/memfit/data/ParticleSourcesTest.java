@@ -30,7 +30,7 @@ class ParticleSourcesTest {
 
     @BeforeAll
     static void generate() {
-        written = SyntheticParticles.write(dir.resolve("set"), 90, 16, 25, 0.1, 3);
+        written = SyntheticParticles.write(dir.resolve("set"), 90, 16, 25, 0.1, 180, 3);
     }
 
     private static List<float[]> batches(Loader loader, long epoch) {

@@ -1,0 +1,61 @@
+package dev.memfit.train;
+
+import dev.memfit.data.Datasets;
+import dev.memfit.data.Loader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ImageVaeTest {
+
+    @Test
+    void latentSeparatesTheConformationsAndEagerEqualsLazy(@TempDir Path dir) {
+        SyntheticParticles.Written written = SyntheticParticles.write(dir, 600, 24, 200, 0.4, 30, 11);
+        double[] eagerLosses;
+        double separability;
+        try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
+             Loader train = Datasets.particles(written.star()).eager().batchSize(32).shuffle(2).loader();
+             Loader inOrder = Datasets.particles(written.star()).lazy(4).batchSize(100).loader()) {
+            List<EpochStats> history = vae.fit(train, stats -> { });
+            eagerLosses = history.stream().mapToDouble(EpochStats::loss).toArray();
+            assertTrue(eagerLosses[7] < eagerLosses[0] * 0.8, "loss " + eagerLosses[0] + " -> " + eagerLosses[7]);
+            float[][] z = vae.embed(inOrder);
+            assertEquals(600, z.length);
+            assertEquals(8, z[0].length);
+            separability = LatentSpace.linearSeparability(z, written.conformations());
+            double[][] plane = LatentSpace.pca(z, 2);
+            assertEquals(2, plane[0].length);
+        }
+        assertTrue(separability > 0.9, "conformations separable in the latent space: " + separability);
+        try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
+             Loader train = Datasets.particles(written.star()).lazy(3).batchSize(32).shuffle(2).loader()) {
+            double[] lazyLosses = vae.fit(train, stats -> { }).stream().mapToDouble(EpochStats::loss).toArray();
+            assertArrayEquals(eagerLosses, lazyLosses, 1e-3 * eagerLosses[0], "same batches, same seed");
+        }
+    }
+
+    @Test
+    void separabilityIsChanceForShuffledLabels() {
+        float[][] points = new float[200][3];
+        byte[] labels = new byte[200];
+        java.util.SplittableRandom random = new java.util.SplittableRandom(1);
+        for (int i = 0; i < points.length; i++) {
+            for (int j = 0; j < 3; j++) {
+                points[i][j] = (float) random.nextGaussian();
+            }
+            labels[i] = (byte) random.nextInt(2);
+        }
+        double chance = LatentSpace.linearSeparability(points, labels);
+        assertTrue(chance < 0.65, "random labels: " + chance);
+        for (int i = 0; i < points.length; i++) {
+            points[i][1] += labels[i] * 6;
+        }
+        assertTrue(LatentSpace.linearSeparability(points, labels) > 0.97);
+    }
+}
