@@ -5,13 +5,21 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.memfit.MemfitException;
 import dev.memfit.io.Npy;
 import dev.memfit.io.NpyArray;
+import dev.memfit.data.LazyParticleSource;
+import dev.memfit.data.Particles;
+import dev.memfit.io.MrcHeader;
 import dev.memfit.io.NpyHeader;
+import dev.memfit.io.ParticleStack;
+import dev.memfit.io.Storage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +34,7 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks or a RELION .star")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
@@ -55,9 +63,12 @@ final class InspectCommand implements Callable<Integer> {
      */
     static Map<String, Object> inspect(Path file) {
         String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
+        if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".txt") || name.endsWith(".star")) {
+            return inspectParticles(file);
+        }
         if (!name.endsWith(".npy") && !Npy.looksLikeNpy(file)) {
-            throw new MemfitException(file + ": expected a .npy file (the formats inspect knows), found a file "
-                    + "without the .npy magic or extension");
+            throw new MemfitException(file + ": expected a file inspect knows (.npy, .mrcs, .mrc, .txt list of stacks, "
+                    + ".star), found a file without the .npy magic or one of those extensions");
         }
         Map<String, Object> facts = new LinkedHashMap<>();
         try (NpyArray array = Npy.map(file)) {
@@ -76,6 +87,56 @@ final class InspectCommand implements Callable<Integer> {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        return facts;
+    }
+
+    /** Stacks and listings: the header facts, then the float64 sum of every particle's pixels, streamed. */
+    private static Map<String, Object> inspectParticles(Path file) {
+        ParticleStack stack = ParticleStack.open(file);
+        Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("file", file.toString());
+        boolean single = stack.files().size() == 1 && stack.files().getFirst().equals(file);
+        MrcHeader header = stack.header(0);
+        facts.put("format", single ? "MRC2014 mode " + MrcHeader.mode(header.dtype())
+                : (file.toString().endsWith(".star") ? "RELION star" : "list of stacks") + ", " + stack.files().size() + " stack(s)");
+        facts.put("images", stack.size());
+        facts.put("image_shape", new long[]{stack.height(), stack.width()});
+        facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT));
+        facts.put("byte_order", header.byteOrder() == ByteOrder.LITTLE_ENDIAN ? "little-endian" : "big-endian");
+        facts.put("voxel_size", header.voxelSize());
+        if (single) {
+            facts.put("extended_header", header.extendedHeaderBytes());
+        }
+        facts.put("image_bytes", stack.fileBytes());
+        try {
+            long onDisk = 0;
+            for (Path stackFile : stack.files()) {
+                onDisk += Files.size(stackFile);
+            }
+            facts.put("size_on_disk", onDisk);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        double sum = 0;
+        try (LazyParticleSource source = Particles.lazy(stack, Storage.local(), 1); Arena arena = Arena.ofConfined()) {
+            int chunk = (int) Math.max(1, (32L << 20) / source.sampleBytes());
+            MemorySegment buffer = arena.allocate(chunk * source.sampleBytes());
+            for (long first = 0; first < stack.size(); first += chunk) {
+                int n = (int) Math.min(chunk, stack.size() - first);
+                long[] indices = new long[n];
+                for (int i = 0; i < n; i++) {
+                    indices[i] = first + i;
+                }
+                source.readBatch(indices, buffer);
+                long values = n * source.sampleShape().size();
+                double partial = 0;
+                for (long v = 0; v < values; v++) {
+                    partial += buffer.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+                }
+                sum += partial;
+            }
+        }
+        facts.put("sum", sum);
         return facts;
     }
 }

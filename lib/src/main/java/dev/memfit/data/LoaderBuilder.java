@@ -25,6 +25,8 @@ public final class LoaderBuilder {
     private int prefetch = 2;
     private int threads = 1;
     private DType convertTo;
+    private long[] subset;
+    private java.nio.file.Path subsetFile;
 
     LoaderBuilder(Supplier<SampleSource> opener, boolean ownsSource) {
         this.opener = opener;
@@ -111,6 +113,30 @@ public final class LoaderBuilder {
     }
 
     /**
+     * Trains on some samples only, renumbered from 0 (see {@link dev.memfit.sample.Subsets#random}).
+     *
+     * @param indices the samples to keep
+     * @return this builder
+     */
+    public LoaderBuilder subset(long[] indices) {
+        this.subset = indices.clone();
+        this.subsetFile = null;
+        return this;
+    }
+
+    /**
+     * Trains on the samples listed in an index {@code .npy} (as written by {@code ./memfit select-random}).
+     *
+     * @param indexFile the one-dimensional integer array
+     * @return this builder
+     */
+    public LoaderBuilder subset(java.nio.file.Path indexFile) {
+        this.subsetFile = indexFile;
+        this.subset = null;
+        return this;
+    }
+
+    /**
      * Validates the settings, opens the source and starts the reader threads.
      *
      * @return the loader, to be closed
@@ -125,8 +151,13 @@ public final class LoaderBuilder {
         if (threads < 0 || threads > 1024) {
             throw new MemfitException("threads must be in [0, 1024], got " + threads);
         }
-        SampleSource source = opener.get();
+        SampleSource opened = opener.get();
+        SampleSource source = opened;
         try {
+            if (subset != null || subsetFile != null) {
+                long[] indices = subset != null ? subset : dev.memfit.sample.Subsets.read(subsetFile, opened.size());
+                source = new SubsetSource(opened, indices, ownsSource);
+            }
             Sampler chosen = sampler != null ? sampler
                     : seed != null ? new ShuffledSampler(source.size(), seed) : new SequentialSampler(source.size());
             if (dropLast && chosen.epochLength() < batchSize) {
@@ -138,7 +169,7 @@ public final class LoaderBuilder {
             return new Loader(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output);
         } catch (RuntimeException e) {
             if (ownsSource) {
-                source.close();
+                opened.close();
             }
             throw e;
         }

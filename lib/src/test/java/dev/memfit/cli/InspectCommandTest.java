@@ -75,6 +75,6 @@ class InspectCommandTest {
         Files.writeString(csv, "a,b\n");
         Run other = run("inspect", csv.toString());
         assertEquals(1, other.status());
-        assertTrue(other.err().contains("expected a .npy file"), other.err());
+        assertTrue(other.err().contains("expected a file inspect knows (.npy, .mrcs"), other.err());
     }
 }
