@@ -17,9 +17,11 @@ class MemoryProbeTest {
     void seesNativeMemoryBeingTouchedAndFreed() throws Exception {
         long size = 256L << 20;
         MemoryTimeline timeline;
+        MemorySample before;
+        MemorySample during;
         long baselineNative = NativeMemory.ALLOCATED.bytes();
         try (MemoryProbe probe = MemoryProbe.start("touch", Duration.ofMillis(10))) {
-            MemorySample before = MemoryProbe.now();
+            before = MemoryProbe.now();
             try (ArraySource source = ArraySource.allocate("big", size / 4, new ai.djl.ndarray.types.Shape(1), DType.FLOAT32)) {
                 MemorySegment data = source.data();
                 for (long offset = 0; offset < size; offset += 4096) {
@@ -27,12 +29,16 @@ class MemoryProbeTest {
                 }
                 probe.mark("touched");
                 Thread.sleep(60);
-                MemorySample during = MemoryProbe.now();
+                during = MemoryProbe.now();
                 assertEquals(baselineNative + size, during.nativeAllocated());
-                assertTrue(during.rssAnon() - before.rssAnon() > size * 9 / 10,
-                        "RSS anon grew by " + (during.rssAnon() - before.rssAnon()));
             }
             assertEquals(baselineNative, NativeMemory.ALLOCATED.bytes());
+            MemorySample after = MemoryProbe.now();
+            // RSS is process-wide (other tests' memory comes and goes), so the bounds leave room for that.
+            assertTrue(during.rssAnon() - before.rssAnon() > size / 2,
+                    "touching 256 MB should grow RSS anon, grew by " + (during.rssAnon() - before.rssAnon()));
+            assertTrue(during.rssAnon() - after.rssAnon() > size / 2,
+                    "freeing 256 MB should shrink RSS anon, shrank by " + (during.rssAnon() - after.rssAnon()));
             timeline = probe.stop();
         }
         assertTrue(timeline.samples().size() >= 5, "samples: " + timeline.samples().size());
