@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.memfit.MemfitException;
 import dev.memfit.io.Npy;
 import dev.memfit.io.NpyArray;
-import dev.memfit.data.LazyParticleSource;
+import dev.memfit.data.LazySource;
 import dev.memfit.data.Particles;
 import dev.memfit.io.MrcHeader;
 import dev.memfit.io.NpyHeader;
@@ -118,7 +118,7 @@ final class InspectCommand implements Callable<Integer> {
             throw new UncheckedIOException(e);
         }
         double sum = 0;
-        try (LazyParticleSource source = Particles.lazy(stack, Storage.local(), 1); Arena arena = Arena.ofConfined()) {
+        try (LazySource source = Particles.lazy(stack, Storage.local(), 1); Arena arena = Arena.ofConfined()) {
             int chunk = (int) Math.max(1, (32L << 20) / source.sampleBytes());
             MemorySegment buffer = arena.allocate(chunk * source.sampleBytes());
             for (long first = 0; first < stack.size(); first += chunk) {

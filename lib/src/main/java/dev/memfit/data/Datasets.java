@@ -36,6 +36,17 @@ public final class Datasets {
     }
 
     /**
+     * Records described by an index, such as a packed HDF5 file ({@link dev.memfit.io.PackedFile}) or a folder of
+     * one-sample files ({@link dev.memfit.io.FileSet}).
+     *
+     * @param index where each sample's bytes are
+     * @return the next step: storage, then eager or lazy
+     */
+    public static RecordDataset records(dev.memfit.io.RecordIndex index) {
+        return new RecordDataset(() -> index);
+    }
+
+    /**
      * Any source. The loader does not close it: the caller keeps ownership.
      *
      * @param source the samples

@@ -1,14 +1,14 @@
 package dev.memfit.data;
 
 import dev.memfit.Progress;
-import dev.memfit.io.ParticleStack;
+import dev.memfit.io.RecordIndex;
 import dev.memfit.io.Storage;
 
 import java.lang.foreign.MemorySegment;
 
 /**
- * Particle images in memory (eager) or on demand (lazy); {@link Datasets#particles(java.nio.file.Path)} is the
- * fluent way in.
+ * Records (particle images, packed rows, small files) in memory (eager) or on demand (lazy);
+ * {@link Datasets#particles(java.nio.file.Path)} and {@link Datasets#records(RecordIndex)} are the fluent ways in.
  */
 public final class Particles {
 
@@ -20,13 +20,13 @@ public final class Particles {
     /**
      * Reads every image into native memory once, with a progress bar: fast batches afterwards, RAM for all of it.
      *
-     * @param stack the particles
+     * @param stack where the records are
      * @param storage where bytes come from
      * @param threads concurrent reads while loading
-     * @return the images as float32, one sample per particle
+     * @return the samples as float32
      */
-    public static ArraySource eager(ParticleStack stack, Storage storage, int threads) {
-        try (LazyParticleSource reader = new LazyParticleSource(stack, storage, false, threads)) {
+    public static ArraySource eager(RecordIndex stack, Storage storage, int threads) {
+        try (LazySource reader = new LazySource(stack, storage, false, threads)) {
             ArraySource images = ArraySource.allocate("eager " + stack.source().getFileName(), stack.size(),
                     reader.sampleShape(), reader.dtype());
             long imageBytes = reader.sampleBytes();
@@ -53,12 +53,12 @@ public final class Particles {
     /**
      * Reads images on demand through a pool of reader threads.
      *
-     * @param stack the particles
+     * @param stack where the records are
      * @param storage where bytes come from (closed with the source)
      * @param threads concurrent reads
      * @return the source
      */
-    public static LazyParticleSource lazy(ParticleStack stack, Storage storage, int threads) {
-        return new LazyParticleSource(stack, storage, true, threads);
+    public static LazySource lazy(RecordIndex stack, Storage storage, int threads) {
+        return new LazySource(stack, storage, true, threads);
     }
 }

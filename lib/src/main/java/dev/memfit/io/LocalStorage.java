@@ -10,27 +10,68 @@ import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
-/** Positional reads through one open {@link FileChannel} per file; safe for concurrent readers. */
+/**
+ * Positional reads, keeping up to {@value #OPEN_FILES} files open (least recently used closed first), so that a
+ * folder of many small files costs an open per file per epoch, as it does for any reader; safe for concurrent use.
+ */
 final class LocalStorage implements Storage {
 
-    private final ConcurrentHashMap<Path, FileChannel> channels = new ConcurrentHashMap<>();
+    private static final int OPEN_FILES = 256;
+
+    private final Map<Path, FileChannel> channels = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Path, FileChannel> eldest) {
+            if (size() > OPEN_FILES) {
+                closeQuietly(eldest.getValue());
+                return true;
+            }
+            return false;
+        }
+    };
 
     private FileChannel channel(Path file) {
-        return channels.computeIfAbsent(file, path -> {
-            try {
-                return FileChannel.open(path, StandardOpenOption.READ);
-            } catch (NoSuchFileException e) {
-                throw new MemfitException(path + ": no such file", e);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot open " + path, e);
+        synchronized (channels) {
+            FileChannel open = channels.get(file);
+            if (open != null && open.isOpen()) {
+                return open;
             }
-        });
+            try {
+                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ);
+                channels.put(file, channel);
+                return channel;
+            } catch (NoSuchFileException e) {
+                throw new MemfitException(file + ": no such file", e);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot open " + file, e);
+            }
+        }
+    }
+
+    private static void closeQuietly(FileChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // Read-only channels: nothing to lose on close.
+        }
     }
 
     @Override
     public void read(Path file, long position, MemorySegment into) {
+        try {
+            readOnce(file, position, into);
+        } catch (UncheckedIOException e) {
+            if (!(e.getCause() instanceof java.nio.channels.ClosedChannelException)) {
+                throw e;
+            }
+            // Another thread evicted (closed) this file's channel mid-read: open it again once.
+            readOnce(file, position, into);
+        }
+    }
+
+    private void readOnce(Path file, long position, MemorySegment into) {
         FileChannel channel = channel(file);
         long done = 0;
         long total = into.byteSize();
@@ -69,13 +110,9 @@ final class LocalStorage implements Storage {
 
     @Override
     public void close() {
-        for (FileChannel channel : channels.values()) {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // Read-only channels: nothing to lose on close.
-            }
+        synchronized (channels) {
+            channels.values().forEach(LocalStorage::closeQuietly);
+            channels.clear();
         }
-        channels.clear();
     }
 }

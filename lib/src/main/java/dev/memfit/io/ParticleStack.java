@@ -20,7 +20,7 @@ import java.util.Map;
  * resolved against the listing's folder, or against {@code datadir} when given. Every file is checked up front
  * (header, size, image indices), so a bad entry fails at open time with its file and line, not mid-training.
  */
-public final class ParticleStack {
+public final class ParticleStack implements RecordIndex {
 
     private final Path source;
     private final List<Path> files;
@@ -206,11 +206,32 @@ public final class ParticleStack {
         }
     }
 
+    @Override
+    public long[] sampleShape() {
+        return new long[]{height(), width()};
+    }
+
+    @Override
+    public DType dtype(int file) {
+        return headers.get(file).dtype();
+    }
+
+    @Override
+    public java.nio.ByteOrder byteOrder(int file) {
+        return headers.get(file).byteOrder();
+    }
+
+    @Override
+    public long offsetOf(long sample) {
+        return headers.get(fileOf(sample)).imageOffset(imageOf(sample));
+    }
+
     /**
      * The listing this stack was opened from.
      *
      * @return the path
      */
+    @Override
     public Path source() {
         return source;
     }
@@ -220,6 +241,7 @@ public final class ParticleStack {
      *
      * @return the count
      */
+    @Override
     public long size() {
         return fileOf.length;
     }
@@ -247,6 +269,7 @@ public final class ParticleStack {
      *
      * @return the files, in first-use order
      */
+    @Override
     public List<Path> files() {
         return files;
     }
@@ -267,6 +290,7 @@ public final class ParticleStack {
      * @param particle the particle index
      * @return an index into {@link #files()}
      */
+    @Override
     public int fileOf(long particle) {
         return fileOf[Math.toIntExact(particle)];
     }

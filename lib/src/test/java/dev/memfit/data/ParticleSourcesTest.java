@@ -91,7 +91,7 @@ class ParticleSourcesTest {
     @Test
     void lazyImagesMatchTheirStackPositions() {
         ParticleStack stack = ParticleStack.open(written.star());
-        try (LazyParticleSource lazy = Particles.lazy(stack, Storage.local(), 3);
+        try (LazySource lazy = Particles.lazy(stack, Storage.local(), 3);
              ArraySource eager = Particles.eager(stack, Storage.local(), 2)) {
             long[] scattered = {89, 0, 26, 25, 27, 60, 3};
             java.lang.foreign.MemorySegment batch = java.lang.foreign.Arena.ofAuto().allocate(scattered.length * lazy.sampleBytes());

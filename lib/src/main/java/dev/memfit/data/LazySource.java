@@ -3,8 +3,7 @@ package dev.memfit.data;
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.MemfitException;
 import dev.memfit.io.DType;
-import dev.memfit.io.Mrc;
-import dev.memfit.io.ParticleStack;
+import dev.memfit.io.RecordIndex;
 import dev.memfit.io.Storage;
 
 import java.lang.foreign.Arena;
@@ -20,19 +19,20 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Particle images read on demand: nothing is loaded up front, and a batch costs only its own images.
+ * Samples read on demand from records in files (particle stacks, a packed HDF5 file, a folder of small files):
+ * nothing is loaded up front, and a batch costs only its own records.
  *
- * <p>For each batch the requested images are grouped by file and sorted, consecutive images are coalesced into one
- * read (up to {@value #MAX_RUN} images), and the reads run on a pool of {@code threads} threads, which is what hides
- * the latency of slow storage (cryoDRGN's {@code --lazy --max-threads}). Images are delivered as float32.
+ * <p>For each batch the requested records are grouped by file and sorted, neighbouring records are coalesced into
+ * one read (up to {@value #MAX_RUN} records), and the reads run on a pool of {@code threads} threads, which is what
+ * hides the latency of slow storage (cryoDRGN's {@code --lazy --max-threads}). Samples are delivered as float32.
  */
-public final class LazyParticleSource implements SampleSource {
+public final class LazySource implements SampleSource {
 
     /** The longest run of consecutive images read in one request. */
     public static final int MAX_RUN = 64;
     private static final AtomicInteger POOL_ID = new AtomicInteger();
 
-    private final ParticleStack stack;
+    private final RecordIndex stack;
     private final Storage storage;
     private final boolean ownsStorage;
     private final int threads;
@@ -43,12 +43,13 @@ public final class LazyParticleSource implements SampleSource {
     /**
      * Creates the source.
      *
-     * @param stack the particles
+     * @param records where each sample's bytes are
      * @param storage where bytes come from
      * @param ownsStorage whether closing the source closes the storage
      * @param threads concurrent reads (1 reads on the caller's thread)
      */
-    public LazyParticleSource(ParticleStack stack, Storage storage, boolean ownsStorage, int threads) {
+    public LazySource(RecordIndex records, Storage storage, boolean ownsStorage, int threads) {
+        RecordIndex stack = records;
         if (threads < 1 || threads > 1024) {
             throw new MemfitException("lazy loading threads must be in [1, 1024], got " + threads);
         }
@@ -63,16 +64,16 @@ public final class LazyParticleSource implements SampleSource {
             thread.setDaemon(true);
             return thread;
         });
-        this.shape = new Shape(stack.height(), stack.width());
-        this.imageBytes = (long) stack.height() * stack.width() * Float.BYTES;
+        this.shape = new Shape(stack.sampleShape());
+        this.imageBytes = shape.size() * Float.BYTES;
     }
 
     /**
-     * The particles.
+     * Where the records are.
      *
-     * @return the stack
+     * @return the index
      */
-    public ParticleStack stack() {
+    public RecordIndex records() {
         return stack;
     }
 
@@ -114,12 +115,12 @@ public final class LazyParticleSource implements SampleSource {
                 future.get();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new MemfitException("interrupted while reading particles from " + stack.source(), e);
+                throw new MemfitException("interrupted while reading from " + stack.source(), e);
             } catch (ExecutionException e) {
                 if (e.getCause() instanceof RuntimeException runtime) {
                     throw runtime;
                 }
-                throw new MemfitException("reading particles from " + stack.source() + " failed: " + e.getCause(), e.getCause());
+                throw new MemfitException("reading from " + stack.source() + " failed: " + e.getCause(), e.getCause());
             }
         }
     }
@@ -139,22 +140,23 @@ public final class LazyParticleSource implements SampleSource {
         Integer[] order = new Integer[indices.length];
         for (int i = 0; i < order.length; i++) {
             if (indices[i] < 0 || indices[i] >= stack.size()) {
-                throw new IndexOutOfBoundsException("particle " + indices[i] + " outside [0, " + stack.size() + ") of " + stack.source());
+                throw new IndexOutOfBoundsException("sample " + indices[i] + " outside [0, " + stack.size() + ") of " + stack.source());
             }
             order[i] = i;
         }
         Arrays.sort(order, (a, b) -> {
             int byFile = Integer.compare(stack.fileOf(indices[a]), stack.fileOf(indices[b]));
-            return byFile != 0 ? byFile : Long.compare(stack.imageOf(indices[a]), stack.imageOf(indices[b]));
+            return byFile != 0 ? byFile : Long.compare(stack.offsetOf(indices[a]), stack.offsetOf(indices[b]));
         });
         List<Callable<Void>> runs = new ArrayList<>();
         int start = 0;
         while (start < order.length) {
             int end = start + 1;
             int file = stack.fileOf(indices[order[start]]);
-            long first = stack.imageOf(indices[order[start]]);
+            long first = stack.offsetOf(indices[order[start]]);
+            long recordBytes = shape.size() * stack.dtype(file).byteSize();
             while (end < order.length && end - start < MAX_RUN && stack.fileOf(indices[order[end]]) == file
-                    && stack.imageOf(indices[order[end]]) == first + (end - start)) {
+                    && stack.offsetOf(indices[order[end]]) == first + (end - start) * recordBytes) {
                 end++;
             }
             int[] positions = new int[end - start];
@@ -170,10 +172,15 @@ public final class LazyParticleSource implements SampleSource {
         return runs;
     }
 
-    private void readRun(int file, long firstImage, int[] positions, MemorySegment into) {
+    /** One read of neighbouring records, converted to float32, then scattered to their places in the batch. */
+    private void readRun(int file, long offset, int[] positions, MemorySegment into) {
+        DType stored = stack.dtype(file);
+        long elements = positions.length * shape.size();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment staging = arena.allocate(positions.length * imageBytes, 64);
-            Mrc.readImages(storage, stack.files().get(file), stack.header(file), firstImage, positions.length, staging);
+            long at = DType.stagingOffset(elements, stored, DType.FLOAT32);
+            storage.read(stack.files().get(file), offset, staging.asSlice(at, elements * stored.byteSize()));
+            DType.convertInPlace(staging, elements, stored, stack.byteOrder(file), DType.FLOAT32);
             for (int k = 0; k < positions.length; k++) {
                 MemorySegment.copy(staging, k * imageBytes, into, positions[k] * imageBytes, imageBytes);
             }
