@@ -36,8 +36,9 @@ memfit_system_packages() {
     local missing=()
     [ -x /usr/bin/jupyter ] || missing+=(jupyter)
     /usr/bin/python3 -c "import nbclient, nbconvert, jupyter_client, ipykernel" 2>/dev/null || missing+=(nbclient)
-    /usr/bin/python3 -c "import numpy, h5py, mrcfile" 2>/dev/null || missing+=(numpy)
-    command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts)
+    /usr/bin/python3 -c "import numpy, h5py, mrcfile" 2>/dev/null || missing+=(numpy/h5py/mrcfile)
+    # grep without -q: with pipefail, an early exit of grep -q can fail fc-list with SIGPIPE.
+    command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -i dejavu >/dev/null || missing+=(fonts)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "memfit: installing Debian packages for ${missing[*]} ..."

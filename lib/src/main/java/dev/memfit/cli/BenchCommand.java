@@ -16,7 +16,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
-        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class})
+        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class})
 final class BenchCommand implements Runnable {
 
     @Override

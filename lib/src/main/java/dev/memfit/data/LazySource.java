@@ -31,6 +31,8 @@ public final class LazySource implements SampleSource {
     /** The longest run of consecutive images read in one request. */
     public static final int MAX_RUN = 64;
     private static final AtomicInteger POOL_ID = new AtomicInteger();
+    /** Never started: asks whether a segment may be written by threads other than its owner. */
+    private static final Thread ANY_OTHER_THREAD = new Thread(() -> { });
 
     private final RecordIndex stack;
     private final Storage storage;
@@ -100,7 +102,8 @@ public final class LazySource implements SampleSource {
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
         List<Callable<Void>> runs = plan(indices, into);
-        if (pool == null || runs.size() == 1) {
+        // A confined segment can only be written by its owner thread: read on the caller's thread then.
+        if (pool == null || runs.size() == 1 || !into.isAccessibleBy(ANY_OTHER_THREAD)) {
             for (Callable<Void> run : runs) {
                 call(run);
             }

@@ -7,14 +7,23 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Simulated slow storage (a stand-in for a network file system or a spinning disk, and labelled as such): each
- * request waits a fixed latency, concurrently with other requests, and the transfers of all requests share one
- * bandwidth cap. The bytes themselves come from the inner storage.
+ * request waits a fixed latency, concurrently with other requests; opening a file that is not among the
+ * {@value #OPEN_FILES} most recently used costs one more latency (the metadata round trip of a network file system);
+ * and the transfers of all requests share one bandwidth cap. The bytes themselves come from the inner storage.
  */
 final class SlowStorage implements Storage {
+
+    private static final int OPEN_FILES = 256;
 
     private final Storage inner;
     private final long latencyNanos;
     private final long bytesPerSecond;
+    private final java.util.Map<Path, Boolean> open = new java.util.LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Path, Boolean> eldest) {
+            return size() > OPEN_FILES;
+        }
+    };
     private long busyUntilNanos;
 
     SlowStorage(Storage inner, Duration latency, long bytesPerSecond) {
@@ -26,12 +35,17 @@ final class SlowStorage implements Storage {
     @Override
     public void read(Path file, long position, MemorySegment into) {
         long start = System.nanoTime();
-        long transferEnd = start + latencyNanos;
+        boolean opening;
+        synchronized (open) {
+            opening = open.put(file, Boolean.TRUE) == null;
+        }
+        long latency = opening ? 2 * latencyNanos : latencyNanos;
+        long transferEnd = start + latency;
         if (bytesPerSecond > 0) {
             long transfer = into.byteSize() * 1_000_000_000L / bytesPerSecond;
             synchronized (this) {
                 // The shared link is free again at busyUntil: transfers queue behind one another.
-                long transferStart = Math.max(start + latencyNanos, busyUntilNanos);
+                long transferStart = Math.max(start + latency, busyUntilNanos);
                 busyUntilNanos = transferStart + transfer;
                 transferEnd = busyUntilNanos;
             }
@@ -50,7 +64,7 @@ final class SlowStorage implements Storage {
 
     @Override
     public String describe() {
-        return String.format("simulated slow storage (%.1f ms per request%s)", latencyNanos / 1e6,
+        return String.format("simulated slow storage (%.1f ms per request, one more to open a file%s)", latencyNanos / 1e6,
                 bytesPerSecond > 0 ? String.format(", %.0f MB/s shared", bytesPerSecond / 1e6) : "");
     }
 

@@ -128,6 +128,9 @@ public final class Charts {
         chart.getStyler().setLegendVisible(series.size() > 1);
         chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
         chart.getStyler().setLabelsVisible(false);
+        if (categories.stream().mapToInt(String::length).max().orElse(0) * categories.size() > 70) {
+            chart.getStyler().setXAxisLabelRotation(20);
+        }
         for (Map.Entry<String, double[]> entry : series.entrySet()) {
             List<Double> values = new ArrayList<>();
             for (double v : entry.getValue()) {
@@ -152,6 +155,32 @@ public final class Charts {
         XYChart chart = xy(title, xLabel, yLabel);
         for (Map.Entry<String, double[]> entry : series.entrySet()) {
             chart.addSeries(entry.getKey(), x, entry.getValue());
+        }
+        return image(chart);
+    }
+
+    /**
+     * Points in the plane, one colour per group, such as a latent space coloured by a known label.
+     *
+     * @param title the chart title
+     * @param xLabel the x axis label
+     * @param yLabel the y axis label
+     * @param groups group name to points (rows of x, y)
+     * @return the image
+     */
+    public static BufferedImage scatter(String title, String xLabel, String yLabel, Map<String, double[][]> groups) {
+        XYChart chart = xy(title, xLabel, yLabel);
+        chart.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter);
+        chart.getStyler().setMarkerSize(4);
+        for (Map.Entry<String, double[][]> group : groups.entrySet()) {
+            double[][] points = group.getValue();
+            double[] x = new double[points.length];
+            double[] y = new double[points.length];
+            for (int i = 0; i < points.length; i++) {
+                x[i] = points[i][0];
+                y[i] = points[i][1];
+            }
+            chart.addSeries(group.getKey(), x, y).setMarker(SeriesMarkers.CIRCLE);
         }
         return image(chart);
     }

@@ -45,5 +45,9 @@ class ChartsTest {
         assertTrue(distinctColours(bars) > 5);
         BufferedImage lines = Charts.lines("speed", "threads", "GB/s", new double[]{1, 2}, series);
         assertTrue(distinctColours(lines) > 5);
+        Map<String, double[][]> groups = new LinkedHashMap<>();
+        groups.put("a", new double[][]{{0, 0}, {1, 1}});
+        groups.put("b", new double[][]{{0, 1}, {1, 0}});
+        assertTrue(distinctColours(Charts.scatter("latent", "PC1", "PC2", groups)) > 5);
     }
 }
