@@ -30,4 +30,20 @@ class DataSamplesTest {
                       bool(np.allclose(f.sum(axis=1), 1, atol=1e-4)))
                 """, SAMPLES.resolve("topics-500x200.npy"), SAMPLES.resolve("topics-500x200-true-F.npy")));
     }
+
+    @Test
+    void particleSampleIsReproducible(@TempDir Path dir) throws Exception {
+        Path out = dir.resolve("particles");
+        assertEquals(0, Main.execute("generate", "particles", "--particles", "100", "--size", "32", "--per-stack", "50",
+                "--noise", "0.5", "--max-angle", "30", "--seed", "7", "-o", out.toString()));
+        for (String name : new String[]{"particles_000.mrcs", "particles_001.mrcs", "particles.star", "conformations.npy"}) {
+            assertArrayEquals(Files.readAllBytes(SAMPLES.resolve("particles").resolve(name)), Files.readAllBytes(out.resolve(name)), name);
+        }
+        assertEquals("(50, 32, 32) float32 True 100", PythonPeer.run("""
+                import sys, mrcfile, numpy as np
+                with mrcfile.open(sys.argv[1] + '/particles_000.mrcs') as m:
+                    shape, dtype, stack = m.data.shape, m.data.dtype, m.is_image_stack()
+                print(shape, dtype, stack, len(np.load(sys.argv[1] + '/conformations.npy')))
+                """, SAMPLES.resolve("particles")));
+    }
 }

@@ -66,16 +66,38 @@ public final class LazyBenchmark {
      */
     public static Throughput randomBatches(RecordIndex records, Supplier<Storage> storage, int threads, int batchSize,
                                            int batches, long seed) {
-        long[] order = new ShuffledSampler(records.size(), seed).indices(0);
-        int count = (int) Math.min(batches, order.length / batchSize);
+        return randomBatches(records, storage, threads, batchSize, batches, seed, 1);
+    }
+
+    /**
+     * Reads random batches several times over the same open source and reports the last pass: the steady state,
+     * after first-touch costs (opening files, mapping pages) are paid.
+     *
+     * @param records where the samples are
+     * @param storage makes the storage to read through (closed afterwards)
+     * @param threads reader threads
+     * @param batchSize samples per batch
+     * @param batches how many batches per pass (fewer if the data has fewer)
+     * @param seed the shuffle seed of the first pass (later passes use the next seeds)
+     * @param passes how many passes, at least 1
+     * @return the reading of the last pass
+     */
+    public static Throughput randomBatches(RecordIndex records, Supplier<Storage> storage, int threads, int batchSize,
+                                           int batches, long seed, int passes) {
         try (LazySource source = new LazySource(records, storage.get(), true, threads); Arena arena = Arena.ofShared()) {
             MemorySegment buffer = arena.allocate(batchSize * source.sampleBytes(), 64);
-            long start = System.nanoTime();
-            for (int b = 0; b < count; b++) {
-                source.readBatch(Arrays.copyOfRange(order, b * batchSize, (b + 1) * batchSize), buffer);
+            Throughput last = null;
+            for (int pass = 0; pass < passes; pass++) {
+                long[] order = new ShuffledSampler(records.size(), seed + pass).indices(0);
+                int count = (int) Math.min(batches, order.length / batchSize);
+                long start = System.nanoTime();
+                for (int b = 0; b < count; b++) {
+                    source.readBatch(Arrays.copyOfRange(order, b * batchSize, (b + 1) * batchSize), buffer);
+                }
+                double seconds = (System.nanoTime() - start) / 1e9;
+                last = new Throughput((long) count * batchSize, (long) count * batchSize * source.sampleBytes(), seconds);
             }
-            double seconds = (System.nanoTime() - start) / 1e9;
-            return new Throughput((long) count * batchSize, (long) count * batchSize * source.sampleBytes(), seconds);
+            return last;
         }
     }
 

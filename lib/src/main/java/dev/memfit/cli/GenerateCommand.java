@@ -12,7 +12,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit generate topics}: a synthetic count matrix with its true topics. */
 @Command(name = "generate", mixinStandardHelpOptions = true, description = "Generate synthetic data sets.",
-        subcommands = GenerateCommand.Topics.class)
+        subcommands = {GenerateCommand.Topics.class, GenerateCommand.ParticleImages.class})
 final class GenerateCommand implements Runnable {
 
     @Override
@@ -47,6 +47,32 @@ final class GenerateCommand implements Runnable {
                 }
             }
             System.out.println("wrote " + output + (truth != null ? " and " + truth : ""));
+            return 0;
+        }
+    }
+
+    @Command(name = "particles", mixinStandardHelpOptions = true,
+            description = "Cryo-EM-like particle stacks (.mrcs) of two conformations, a RELION .star and conformations.npy.")
+    static final class ParticleImages implements Callable<Integer> {
+        @Option(names = "--particles", defaultValue = "1000")
+        private long particles;
+        @Option(names = "--size", defaultValue = "32", description = "image side in pixels")
+        private int size;
+        @Option(names = "--per-stack", defaultValue = "500", description = "images per .mrcs file")
+        private int perStack;
+        @Option(names = "--noise", defaultValue = "0.5", description = "noise standard deviation (clean peak about 1)")
+        private double noise;
+        @Option(names = "--max-angle", defaultValue = "30", description = "largest rotation from the reference view, degrees")
+        private double maxAngle;
+        @Option(names = "--seed", defaultValue = "1")
+        private long seed;
+        @Option(names = {"-o", "--output"}, required = true, description = "the folder to write")
+        private Path output;
+
+        @Override
+        public Integer call() {
+            var written = dev.memfit.train.SyntheticParticles.write(output, particles, size, perStack, noise, maxAngle, seed);
+            System.out.println("wrote " + written.stacks().size() + " stack(s) and " + written.star());
             return 0;
         }
     }

@@ -8,10 +8,11 @@ import dev.memfit.io.Storage;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -101,19 +102,38 @@ public final class LazySource implements SampleSource {
 
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
-        List<Callable<Void>> runs = plan(indices, into);
+        List<Run> runs = plan(indices);
         // A confined segment can only be written by its owner thread: read on the caller's thread then.
-        if (pool == null || runs.size() == 1 || !into.isAccessibleBy(ANY_OTHER_THREAD)) {
-            for (Callable<Void> run : runs) {
-                call(run);
-            }
+        int groups = pool == null || !into.isAccessibleBy(ANY_OTHER_THREAD) ? 1 : Math.min(threads, runs.size());
+        if (groups <= 1) {
+            readRuns(runs, 0, runs.size(), into);
             return;
         }
-        List<Future<Void>> futures = new ArrayList<>(runs.size());
-        for (Callable<Void> run : runs) {
-            futures.add(pool.submit(run));
+        // Contiguous groups of runs with about the same number of records, one per thread; the caller takes the
+        // first, so one task per thread rather than one per run keeps small reads cheap.
+        int[] bounds = new int[groups + 1];
+        long total = runs.stream().mapToLong(run -> run.positions().length).sum();
+        long seen = 0;
+        int group = 1;
+        for (int r = 0; r < runs.size() && group < groups; r++) {
+            seen += runs.get(r).positions().length;
+            if (seen * groups >= total * group) {
+                bounds[group++] = r + 1;
+            }
         }
-        for (Future<Void> future : futures) {
+        while (group <= groups) {
+            bounds[group++] = runs.size();
+        }
+        List<Future<?>> futures = new ArrayList<>(groups - 1);
+        for (int g = 1; g < groups; g++) {
+            int from = bounds[g];
+            int to = bounds[g + 1];
+            if (from < to) {
+                futures.add(pool.submit(() -> readRuns(runs, from, to, into)));
+            }
+        }
+        readRuns(runs, bounds[0], bounds[1], into);
+        for (Future<?> future : futures) {
             try {
                 future.get();
             } catch (InterruptedException e) {
@@ -128,18 +148,12 @@ public final class LazySource implements SampleSource {
         }
     }
 
-    private static void call(Callable<Void> run) {
-        try {
-            run.call();
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new MemfitException(e.getMessage(), e);
-        }
+    /** Records that are neighbours in one file, read with one request, and where each goes in the batch. */
+    private record Run(int file, long offset, int[] positions) {
     }
 
-    /** Sorts the batch by (file, image) and cuts it into runs of consecutive images, one read each. */
-    private List<Callable<Void>> plan(long[] indices, MemorySegment into) {
+    /** Sorts the batch by (file, offset) and cuts it into runs of neighbouring records. */
+    private List<Run> plan(long[] indices) {
         Integer[] order = new Integer[indices.length];
         for (int i = 0; i < order.length; i++) {
             if (indices[i] < 0 || indices[i] >= stack.size()) {
@@ -151,7 +165,7 @@ public final class LazySource implements SampleSource {
             int byFile = Integer.compare(stack.fileOf(indices[a]), stack.fileOf(indices[b]));
             return byFile != 0 ? byFile : Long.compare(stack.offsetOf(indices[a]), stack.offsetOf(indices[b]));
         });
-        List<Callable<Void>> runs = new ArrayList<>();
+        List<Run> runs = new ArrayList<>();
         int start = 0;
         while (start < order.length) {
             int end = start + 1;
@@ -166,28 +180,56 @@ public final class LazySource implements SampleSource {
             for (int k = 0; k < positions.length; k++) {
                 positions[k] = order[start + k];
             }
-            runs.add(() -> {
-                readRun(file, first, positions, into);
-                return null;
-            });
+            runs.add(new Run(file, first, positions));
             start = end;
         }
         return runs;
     }
 
-    /** One read of neighbouring records, converted to float32, then scattered to their places in the batch. */
-    private void readRun(int file, long offset, int[] positions, MemorySegment into) {
-        DType stored = stack.dtype(file);
-        long elements = positions.length * shape.size();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment staging = arena.allocate(positions.length * imageBytes, 64);
-            long at = DType.stagingOffset(elements, stored, DType.FLOAT32);
-            storage.read(stack.files().get(file), offset, staging.asSlice(at, elements * stored.byteSize()));
-            DType.convertInPlace(staging, elements, stored, stack.byteOrder(file), DType.FLOAT32);
-            for (int k = 0; k < positions.length; k++) {
-                MemorySegment.copy(staging, k * imageBytes, into, positions[k] * imageBytes, imageBytes);
+    /**
+     * Reads runs. Float32 records in native order whose batch positions follow each other are read straight into
+     * the batch; others go through one staging buffer per call (conversion, scatter).
+     */
+    private void readRuns(List<Run> runs, int from, int to, MemorySegment into) {
+        Arena arena = null;
+        MemorySegment staging = null;
+        try {
+            for (int r = from; r < to; r++) {
+                Run run = runs.get(r);
+                int[] positions = run.positions();
+                DType stored = stack.dtype(run.file());
+                Path file = stack.files().get(run.file());
+                boolean nativeFloat = stored == DType.FLOAT32 && stack.byteOrder(run.file()).equals(ByteOrder.nativeOrder());
+                if (nativeFloat && consecutive(positions)) {
+                    storage.read(file, run.offset(), into.asSlice(positions[0] * imageBytes, positions.length * imageBytes));
+                    continue;
+                }
+                if (staging == null) {
+                    arena = Arena.ofConfined();
+                    staging = arena.allocate(MAX_RUN * imageBytes, 64);
+                }
+                long elements = positions.length * shape.size();
+                long at = DType.stagingOffset(elements, stored, DType.FLOAT32);
+                storage.read(file, run.offset(), staging.asSlice(at, elements * stored.byteSize()));
+                DType.convertInPlace(staging, elements, stored, stack.byteOrder(run.file()), DType.FLOAT32);
+                for (int k = 0; k < positions.length; k++) {
+                    MemorySegment.copy(staging, k * imageBytes, into, positions[k] * imageBytes, imageBytes);
+                }
+            }
+        } finally {
+            if (arena != null) {
+                arena.close();
             }
         }
+    }
+
+    private static boolean consecutive(int[] positions) {
+        for (int k = 1; k < positions.length; k++) {
+            if (positions[k] != positions[0] + k) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override

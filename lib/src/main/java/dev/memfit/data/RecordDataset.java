@@ -15,8 +15,11 @@ public class RecordDataset {
     interface RecordIndexSupplier extends Supplier<RecordIndex> {
     }
 
+    /** Few large files are mapped (no system call per read); many small files are read with positional reads. */
+    private static final int MAPPED_FILES_AT_MOST = 256;
+
     private final Supplier<RecordIndex> index;
-    private Supplier<Storage> storage = Storage::local;
+    private Supplier<Storage> storage;
 
     RecordDataset(Supplier<RecordIndex> index) {
         this.index = index;
@@ -26,8 +29,17 @@ public class RecordDataset {
         return index::get;
     }
 
+    private Storage storageFor(RecordIndex records) {
+        if (storage != null) {
+            return storage.get();
+        }
+        return records.files().size() <= MAPPED_FILES_AT_MOST ? Storage.mapped() : Storage.local();
+    }
+
     /**
-     * Reads through another storage, such as {@link Storage#slow} (default: local files).
+     * Reads through another storage, such as {@link Storage#slow}. By default local files are memory-mapped when
+     * there are at most 256 of them ({@link Storage#mapped()}) and read with positional reads otherwise
+     * ({@link Storage#local()}).
      *
      * @param supplier makes the storage when the loader is built; the loader closes it
      * @return this step
@@ -44,8 +56,9 @@ public class RecordDataset {
      */
     public LoaderBuilder eager() {
         return new LoaderBuilder(() -> {
-            try (Storage opened = storage.get()) {
-                return Particles.eager(indexSupplier().get(), opened, 4);
+            RecordIndex records = indexSupplier().get();
+            try (Storage opened = storageFor(records)) {
+                return Particles.eager(records, opened, 4);
             }
         }, true);
     }
@@ -57,6 +70,9 @@ public class RecordDataset {
      * @return the loader settings
      */
     public LoaderBuilder lazy(int threads) {
-        return new LoaderBuilder(() -> Particles.lazy(indexSupplier().get(), storage.get(), threads), true);
+        return new LoaderBuilder(() -> {
+            RecordIndex records = indexSupplier().get();
+            return Particles.lazy(records, storageFor(records), threads);
+        }, true);
     }
 }

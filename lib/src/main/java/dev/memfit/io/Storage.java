@@ -51,6 +51,16 @@ public interface Storage extends AutoCloseable {
     }
 
     /**
+     * Reads by copying from memory mappings of whole files: no system call per read, the fastest way to read
+     * page-cached data at random. For a few large files.
+     *
+     * @return the storage
+     */
+    static Storage mapped() {
+        return new MappedStorage();
+    }
+
+    /**
      * A clearly simulated slow storage: every request waits {@code latency} (requests overlap, as on a network file
      * system or a disk queue), and all requests together share {@code bytesPerSecond}.
      *
