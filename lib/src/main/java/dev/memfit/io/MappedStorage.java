@@ -21,11 +21,15 @@ final class MappedStorage implements Storage {
 
     private final Arena arena = Arena.ofShared();
     private final ConcurrentHashMap<Path, MemorySegment> mappings = new ConcurrentHashMap<>();
+    private final java.util.List<dev.memfit.memory.NativeMemory.Reservation> reservations =
+            java.util.Collections.synchronizedList(new java.util.ArrayList<>());
 
     private MemorySegment mapping(Path file) {
         return mappings.computeIfAbsent(file, path -> {
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-                return channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+                MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+                reservations.add(dev.memfit.memory.NativeMemory.MAPPED.reserve(mapping.byteSize()));
+                return mapping;
             } catch (NoSuchFileException e) {
                 throw new MemfitException(path + ": no such file", e);
             } catch (IOException e) {
@@ -58,5 +62,7 @@ final class MappedStorage implements Storage {
     public void close() {
         mappings.clear();
         arena.close();
+        reservations.forEach(dev.memfit.memory.NativeMemory.Reservation::close);
+        reservations.clear();
     }
 }
