@@ -58,6 +58,7 @@ public final class TopicBenchmark {
      *
      * @param settings the settings
      * @return the rows
+     * @throws java.io.IOException when the count matrix cannot be written
      */
     public static List<Row> run(Settings settings) throws java.io.IOException {
         Files.createDirectories(settings.directory());

@@ -17,6 +17,11 @@ public final class Main implements Runnable {
     @CommandLine.Spec
     private CommandLine.Model.CommandSpec spec;
 
+    /** Creates the top-level command; use {@link #execute(String...)}. */
+    public Main() {
+        // picocli instantiates it; the spec is injected.
+    }
+
     /**
      * Runs the command line and exits with its status.
      *

@@ -71,6 +71,11 @@ public final class SourceDataset extends RandomAccessDataset {
         private SampleSource features;
         private SampleSource labels;
 
+        /** Creates a builder; {@link SourceDataset#builder()} is the usual way. */
+        public Builder() {
+            // sampling and other DJL settings come from BaseBuilder
+        }
+
         @Override
         protected Builder self() {
             return this;

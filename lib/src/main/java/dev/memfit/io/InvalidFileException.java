@@ -12,7 +12,9 @@ import java.nio.file.Path;
  */
 public class InvalidFileException extends MemfitException {
 
+    /** The offending file (not serialised: paths are not serialisable). */
     private final transient Path file;
+    /** The byte offset of the problem, or -1 when it concerns the whole file. */
     private final long offset;
 
     /**
