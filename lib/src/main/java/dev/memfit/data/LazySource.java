@@ -2,6 +2,7 @@ package dev.memfit.data;
 
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.MemfitException;
+import dev.memfit.Threads;
 import dev.memfit.io.DType;
 import dev.memfit.io.RecordIndex;
 import dev.memfit.io.Storage;
@@ -60,13 +61,8 @@ public final class LazySource implements SampleSource {
         this.storage = storage;
         this.ownsStorage = ownsStorage;
         this.threads = threads;
-        int id = POOL_ID.incrementAndGet();
-        AtomicInteger count = new AtomicInteger();
-        this.pool = threads == 1 ? null : Executors.newFixedThreadPool(threads, runnable -> {
-            Thread thread = new Thread(runnable, "memfit-lazy-" + id + "-" + count.incrementAndGet());
-            thread.setDaemon(true);
-            return thread;
-        });
+        this.pool = threads == 1 ? null
+                : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-lazy-" + POOL_ID.incrementAndGet()));
         this.shape = new Shape(stack.sampleShape());
         this.imageBytes = shape.size() * Float.BYTES;
     }

@@ -2,6 +2,7 @@ package dev.memfit.data;
 
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.MemfitException;
+import dev.memfit.Threads;
 import dev.memfit.io.DType;
 import dev.memfit.memory.NativeMemory;
 import dev.memfit.sample.Sampler;
@@ -65,13 +66,8 @@ public final class Loader implements AutoCloseable {
         this.prefetch = prefetch;
         this.threads = threads;
         this.outputType = outputType;
-        int id = POOL_ID.incrementAndGet();
-        AtomicInteger thread = new AtomicInteger();
-        this.pool = threads == 0 ? null : Executors.newFixedThreadPool(threads, runnable -> {
-            Thread t = new Thread(runnable, "memfit-loader-" + id + "-" + thread.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        this.pool = threads == 0 ? null
+                : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
         long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
         long readBytes = (long) batchSize * source.sampleBytes();
         this.bufferBytes = Math.max(outputBytes, readBytes);

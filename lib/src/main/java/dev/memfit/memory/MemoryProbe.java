@@ -2,6 +2,7 @@ package dev.memfit.memory;
 
 import ai.djl.Device;
 import ai.djl.util.cuda.CudaUtils;
+import dev.memfit.Threads;
 
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
@@ -46,11 +47,7 @@ public final class MemoryProbe implements AutoCloseable {
     private MemoryProbe(String name, Duration interval, Device device) {
         this.name = name;
         this.device = device;
-        this.timer = Executors.newSingleThreadScheduledExecutor(runnable -> {
-            Thread thread = new Thread(runnable, "memfit-memory-probe");
-            thread.setDaemon(true);
-            return thread;
-        });
+        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("memfit-memory-probe"));
         sample();
         timer.scheduleAtFixedRate(this::sample, interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS);
     }

@@ -206,17 +206,19 @@ public final class ImageVae implements AutoCloseable {
         }
     }
 
-    /** Configures an {@link ImageVae}; every setting is optional. */
-    public static final class Builder {
+    /** Configures an {@link ImageVae}; every setting is optional. Defaults: 20 epochs, learning rate 1e-3. */
+    public static final class Builder extends TrainerBuilder<Builder> {
         private int latent = 8;
         private int hidden = 256;
-        private int epochs = 20;
-        private float learningRate = 1e-3f;
         private float beta = 1f;
-        private long seed = 1;
-        private Device device;
 
         private Builder() {
+            super(20, 1e-3f);
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
         }
 
         /**
@@ -241,27 +243,7 @@ public final class ImageVae implements AutoCloseable {
             return this;
         }
 
-        /**
-         * Sets the number of epochs (default 20).
-         *
-         * @param count at least 1
-         * @return this builder
-         */
-        public Builder optEpochs(int count) {
-            this.epochs = count;
-            return this;
-        }
 
-        /**
-         * Sets Adam's learning rate (default 1e-3).
-         *
-         * @param rate positive
-         * @return this builder
-         */
-        public Builder optLearningRate(double rate) {
-            this.learningRate = (float) rate;
-            return this;
-        }
 
         /**
          * Sets the weight of the KL term (default 1).
@@ -274,27 +256,7 @@ public final class ImageVae implements AutoCloseable {
             return this;
         }
 
-        /**
-         * Sets the seed of the initial weights and of the sampling noise (default 1).
-         *
-         * @param value the seed
-         * @return this builder
-         */
-        public Builder optSeed(long value) {
-            this.seed = value;
-            return this;
-        }
 
-        /**
-         * Sets the device (default: a GPU when DJL sees one, else the CPU).
-         *
-         * @param target the device
-         * @return this builder
-         */
-        public Builder optDevice(Device target) {
-            this.device = target;
-            return this;
-        }
 
         /**
          * Validates and builds.
@@ -302,8 +264,9 @@ public final class ImageVae implements AutoCloseable {
          * @return the model
          */
         public ImageVae build() {
-            if (latent < 1 || hidden < 1 || epochs < 1 || !(learningRate > 0) || beta < 0) {
-                throw new IllegalArgumentException("latent, hidden, epochs and learning rate must be positive, beta >= 0");
+            validate();
+            if (latent < 1 || hidden < 1 || beta < 0) {
+                throw new IllegalArgumentException("latent and hidden must be positive and beta >= 0");
             }
             return new ImageVae(this);
         }

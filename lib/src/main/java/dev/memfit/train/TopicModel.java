@@ -197,16 +197,21 @@ public final class TopicModel {
         return result;
     }
 
-    /** Configures a {@link TopicModel}: {@code setX} is required, {@code optX} optional. */
-    public static final class Builder {
+    /**
+     * Configures a {@link TopicModel}: {@code setX} is required, {@code optX} optional. Defaults: 50 epochs,
+     * learning rate 0.01, sparse document updates.
+     */
+    public static final class Builder extends TrainerBuilder<Builder> {
         private int topics;
-        private int epochs = 50;
-        private float learningRate = 0.01f;
-        private long seed = 1;
-        private Device device;
         private boolean sparseDocumentUpdates = true;
 
         private Builder() {
+            super(50, 0.01f);
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
         }
 
         /**
@@ -236,49 +241,9 @@ public final class TopicModel {
             return this;
         }
 
-        /**
-         * Sets the number of epochs (default 50).
-         *
-         * @param count at least 1
-         * @return this builder
-         */
-        public Builder optEpochs(int count) {
-            this.epochs = count;
-            return this;
-        }
 
-        /**
-         * Sets Adam's learning rate (default 0.01).
-         *
-         * @param rate positive
-         * @return this builder
-         */
-        public Builder optLearningRate(double rate) {
-            this.learningRate = (float) rate;
-            return this;
-        }
 
-        /**
-         * Sets the seed of the initial parameters (default 1).
-         *
-         * @param value the seed
-         * @return this builder
-         */
-        public Builder optSeed(long value) {
-            this.seed = value;
-            return this;
-        }
 
-        /**
-         * Sets the device (default: a GPU when DJL sees one, else the CPU).
-         *
-         * @param target the device
-         * @return this builder
-         */
-        public Builder optDevice(Device target) {
-            this.device = target;
-            return this;
-        }
 
         /**
          * Validates and builds.
@@ -289,12 +254,7 @@ public final class TopicModel {
             if (topics < 1) {
                 throw new IllegalArgumentException("setTopics(k) is required and k must be at least 1, got " + topics);
             }
-            if (epochs < 1) {
-                throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
-            }
-            if (!(learningRate > 0)) {
-                throw new IllegalArgumentException("learning rate must be positive, got " + learningRate);
-            }
+            validate();
             return new TopicModel(this);
         }
     }
