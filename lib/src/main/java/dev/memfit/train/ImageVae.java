@@ -44,6 +44,7 @@ public final class ImageVae implements AutoCloseable {
     private final float beta;
     private final long seed;
     private final Device device;
+    private final int accumulation;
     private NDManager manager;
     private Block encoder;
     private Block decoder;
@@ -51,6 +52,7 @@ public final class ImageVae implements AutoCloseable {
     private long pixels;
 
     private ImageVae(Builder builder) {
+        this.accumulation = builder.accumulation;
         this.latent = builder.latent;
         this.hidden = builder.hidden;
         this.epochs = builder.epochs;
@@ -113,26 +115,33 @@ public final class ImageVae implements AutoCloseable {
                 double lossSum = 0;
                 long samples = 0;
                 long steps = 0;
+                NDManager group = null;
+                GradientCollector collector = null;
+                int inGroup = 0;
+                // Each micro-batch contributes its share of the mean over k full batches, so k accumulated
+                // micro-batches give the gradient of one batch k times larger (a partial last group counts as full).
+                float share = 1f / (accumulation * (float) loader.batchSize());
                 for (Batch batch : loader.epoch(epoch)) {
-                    try (NDManager step = manager.newSubManager()) {
-                        NDArray x = standardise(batch.toNDArray(step).toDevice(target, false).reshape(batch.size(), pixels));
-                        try (GradientCollector collector = engine.newGradientCollector()) {
-                            NDArray loss = loss(x, step);
-                            collector.backward(loss);
-                            lossSum += loss.getFloat() * batch.size();
-                        }
-                        for (Block block : List.of(encoder, decoder)) {
-                            for (Pair<String, Parameter> parameter : block.getParameters()) {
-                                NDArray weight = parameter.getValue().getArray();
-                                NDArray gradient = weight.getGradient();
-                                gradient.attach(step);
-                                adam.update(parameter.getValue().getId(), weight, gradient);
-                            }
-                        }
+                    if (group == null) {
+                        group = manager.newSubManager();
+                        collector = engine.newGradientCollector();
+                    }
+                    NDArray x = standardise(batch.toNDArray(group).toDevice(target, false).reshape(batch.size(), pixels));
+                    NDArray perImage = losses(x, group);
+                    collector.backward(perImage.sum().mul(share));
+                    lossSum += perImage.sum().getFloat();
+                    if (++inGroup == accumulation) {
+                        update(adam, group, collector);
+                        group = null;
+                        inGroup = 0;
+                        steps++;
                     }
                     samples += batch.size();
-                    steps++;
                     progress.step(1);
+                }
+                if (group != null) {
+                    update(adam, group, collector);
+                    steps++;
                 }
                 EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples), (System.nanoTime() - start) / 1e9,
                         steps, samples);
@@ -144,7 +153,23 @@ public final class ImageVae implements AutoCloseable {
         return history;
     }
 
-    private NDArray loss(NDArray x, NDManager step) {
+    /** One Adam step on the accumulated gradients of every parameter, then frees the group's arrays. */
+    private void update(Optimizer adam, NDManager group, GradientCollector collector) {
+        try (group) {
+            collector.close();
+            for (Block block : List.of(encoder, decoder)) {
+                for (Pair<String, Parameter> parameter : block.getParameters()) {
+                    NDArray weight = parameter.getValue().getArray();
+                    NDArray gradient = weight.getGradient();
+                    gradient.attach(group);
+                    adam.update(parameter.getValue().getId(), weight, gradient);
+                }
+            }
+        }
+    }
+
+    /** The loss of each image: half the squared reconstruction error plus beta times the KL divergence. */
+    private NDArray losses(NDArray x, NDManager step) {
         NDArray encoded = encoder.forward(store, new NDList(x), true).singletonOrThrow();
         NDArray mean = encoded.get(new NDIndex(":, :" + latent));
         NDArray logVariance = encoded.get(new NDIndex(":, " + latent + ":"));
@@ -153,7 +178,7 @@ public final class ImageVae implements AutoCloseable {
         NDArray reconstruction = decoder.forward(store, new NDList(z), true).singletonOrThrow();
         NDArray squaredError = reconstruction.sub(x).square().sum(new int[]{1}).mul(0.5f);
         NDArray kl = logVariance.add(1).sub(mean.square()).sub(logVariance.exp()).sum(new int[]{1}).mul(-0.5f);
-        return squaredError.add(kl.mul(beta)).mean();
+        return squaredError.add(kl.mul(beta));
     }
 
     private NDArray standardise(NDArray x) {
@@ -211,9 +236,21 @@ public final class ImageVae implements AutoCloseable {
         private int latent = 8;
         private int hidden = 256;
         private float beta = 1f;
+        private int accumulation = 1;
 
         private Builder() {
             super(20, 1e-3f);
+        }
+
+        /**
+         * Accumulates the gradients of k mini-batches before each optimizer step (default 1).
+         *
+         * @param microBatches k, at least 1
+         * @return this builder
+         */
+        public Builder optGradientAccumulation(int microBatches) {
+            this.accumulation = microBatches;
+            return this;
         }
 
         @Override
@@ -265,8 +302,8 @@ public final class ImageVae implements AutoCloseable {
          */
         public ImageVae build() {
             validate();
-            if (latent < 1 || hidden < 1 || beta < 0) {
-                throw new IllegalArgumentException("latent and hidden must be positive and beta >= 0");
+            if (latent < 1 || hidden < 1 || beta < 0 || accumulation < 1) {
+                throw new IllegalArgumentException("latent, hidden and accumulation must be positive and beta >= 0");
             }
             return new ImageVae(this);
         }

@@ -3,6 +3,8 @@ package dev.memfit.train;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
@@ -51,8 +53,10 @@ public final class TopicModel {
     private final long seed;
     private final Device device;
     private final boolean sparseDocumentUpdates;
+    private final int accumulation;
 
     private TopicModel(Builder builder) {
+        this.accumulation = builder.accumulation;
         this.sparseDocumentUpdates = builder.sparseDocumentUpdates;
         this.topics = builder.topics;
         this.epochs = builder.epochs;
@@ -122,41 +126,41 @@ public final class TopicModel {
                 double lossSum = 0;
                 long samples = 0;
                 long steps = 0;
+                StepGroup group = null;
                 for (Batch batch : loader.epoch(epoch)) {
-                    try (NDManager step = manager.newSubManager()) {
-                        NDArray counts = batch.toNDArray(step).toDevice(target, false);
-                        NDIndex rows = new NDIndex("{}", step.create(batch.indices()).toDevice(target, false));
-                        // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k),
-                        // not O(n k). Dense: gradients flow into all of A, as in tinytopics.
-                        NDArray docRows = docLogits.get(rows);
-                        docRows.attach(step);
-                        if (sparseDocumentUpdates) {
-                            docRows.setRequiresGradient(true);
-                        }
-                        try (GradientCollector collector = engine.newGradientCollector()) {
-                            NDArray f = topicLogits.softmax(1);
-                            f.attach(step);
-                            NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
-                            NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
-                            collector.backward(loss);
-                            lossSum += loss.getFloat();
-                        }
-                        NDArray topicGrad = topicLogits.getGradient();
-                        topicGrad.attach(step);
-                        adam.update("topicTerms", topicLogits, topicGrad);
-                        if (sparseDocumentUpdates) {
-                            NDArray docGrad = docRows.getGradient();
-                            docGrad.attach(step);
-                            rowAdam.update(docLogits, rows, docRows.stopGradient(), docGrad, step);
-                        } else {
-                            NDArray docGrad = docLogits.getGradient();
-                            docGrad.attach(step);
-                            adam.update("documentTopics", docLogits, docGrad);
-                        }
+                    if (group == null) {
+                        group = new StepGroup(manager.newSubManager(), engine.newGradientCollector());
+                    }
+                    NDManager scope = group.scope;
+                    NDArray counts = batch.toNDArray(scope).toDevice(target, false);
+                    NDArray rowIds = scope.create(batch.indices()).toDevice(target, false);
+                    // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k), not
+                    // O(n k). Dense: gradients flow into all of A, as in tinytopics.
+                    NDArray docRows = docLogits.get(new NDIndex("{}", rowIds));
+                    docRows.attach(scope);
+                    if (sparseDocumentUpdates) {
+                        docRows.setRequiresGradient(true);
+                    }
+                    NDArray f = topicLogits.softmax(1);
+                    f.attach(scope);
+                    NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
+                    NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
+                    // Losses are sums over documents, so k micro-batches add up to the gradient of their union.
+                    group.collector.backward(loss);
+                    lossSum += loss.getFloat();
+                    group.rowIds.add(rowIds);
+                    group.rows.add(docRows);
+                    if (group.rows.size() == accumulation) {
+                        step(group, docLogits, topicLogits, adam, rowAdam);
+                        group = null;
+                        steps++;
                     }
                     samples += batch.size();
-                    steps++;
                     progress.step(1);
+                }
+                if (group != null) {
+                    step(group, docLogits, topicLogits, adam, rowAdam);
+                    steps++;
                 }
                 EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples),
                         (System.nanoTime() - start) / 1e9, steps, samples);
@@ -166,6 +170,45 @@ public final class TopicModel {
             }
             return new TopicFit(toSource(docLogits.softmax(1), documents), toRows(topicLogits.softmax(1)),
                     List.copyOf(history), target.toString());
+        }
+    }
+
+    /** The micro-batches of one optimizer step: their scope, their gradient collector, their rows of A. */
+    private static final class StepGroup {
+        final NDManager scope;
+        final GradientCollector collector;
+        final List<NDArray> rowIds = new ArrayList<>();
+        final List<NDArray> rows = new ArrayList<>();
+
+        StepGroup(NDManager scope, GradientCollector collector) {
+            this.scope = scope;
+            this.collector = collector;
+        }
+    }
+
+    /** One optimizer step on the gradients the group's micro-batches accumulated, then frees the group. */
+    private void step(StepGroup group, NDArray docLogits, NDArray topicLogits, Optimizer adam, RowAdam rowAdam) {
+        try (NDManager scope = group.scope) {
+            group.collector.close();
+            NDArray topicGrad = topicLogits.getGradient();
+            topicGrad.attach(scope);
+            adam.update("topicTerms", topicLogits, topicGrad);
+            if (sparseDocumentUpdates) {
+                NDList grads = new NDList();
+                NDList current = new NDList();
+                for (NDArray rows : group.rows) {
+                    NDArray grad = rows.getGradient();
+                    grad.attach(scope);
+                    grads.add(grad);
+                    current.add(rows.stopGradient());
+                }
+                NDIndex all = new NDIndex("{}", NDArrays.concat(new NDList(group.rowIds)));
+                rowAdam.update(docLogits, all, NDArrays.concat(current), NDArrays.concat(grads), scope);
+            } else {
+                NDArray docGrad = docLogits.getGradient();
+                docGrad.attach(scope);
+                adam.update("documentTopics", docLogits, docGrad);
+            }
         }
     }
 
@@ -204,9 +247,22 @@ public final class TopicModel {
     public static final class Builder extends TrainerBuilder<Builder> {
         private int topics;
         private boolean sparseDocumentUpdates = true;
+        private int accumulation = 1;
 
         private Builder() {
             super(50, 0.01f);
+        }
+
+        /**
+         * Accumulates the gradients of k mini-batches before each optimizer step (default 1): the effective batch
+         * is k times the loader's, at the memory cost of one.
+         *
+         * @param microBatches k, at least 1
+         * @return this builder
+         */
+        public Builder optGradientAccumulation(int microBatches) {
+            this.accumulation = microBatches;
+            return this;
         }
 
         @Override
@@ -255,6 +311,9 @@ public final class TopicModel {
                 throw new IllegalArgumentException("setTopics(k) is required and k must be at least 1, got " + topics);
             }
             validate();
+            if (accumulation < 1) {
+                throw new IllegalArgumentException("gradient accumulation must be at least 1 micro-batch, got " + accumulation);
+            }
             return new TopicModel(this);
         }
     }

@@ -44,6 +44,18 @@ class ImageVaeTest {
     }
 
     @Test
+    void accumulationStepsOncePerGroup(@TempDir Path dir) {
+        SyntheticParticles.Written written = SyntheticParticles.write(dir, 100, 12, 100, 0.1, 30, 2);
+        try (ImageVae vae = ImageVae.builder().optEpochs(2).optHidden(16).optGradientAccumulation(3).build();
+             Loader loader = Datasets.particles(written.star()).eager().batchSize(10).loader()) {
+            List<EpochStats> history = vae.fit(loader, stats -> { });
+            assertEquals(4, history.getFirst().batches(), "10 batches in groups of 3: 4 optimizer steps");
+            assertEquals(100, history.getFirst().samples());
+            assertTrue(history.get(1).loss() < history.get(0).loss());
+        }
+    }
+
+    @Test
     void separabilityIsChanceForShuffledLabels() {
         float[][] points = new float[200][3];
         byte[] labels = new byte[200];

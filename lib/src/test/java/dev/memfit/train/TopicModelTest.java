@@ -105,4 +105,48 @@ class TopicModelTest {
         }
         assertThrows(IllegalArgumentException.class, () -> TopicModel.builder().build());
     }
+
+    /** 4 micro-batches of 32 accumulate to one step of 128: the same parameters after two steps, both update modes. */
+    @org.junit.jupiter.params.ParameterizedTest(name = "sparse document updates: {0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void gradientAccumulationEqualsTheLargeBatch(boolean sparse) {
+        try (SyntheticTopics.Corpus small = SyntheticTopics.generate(256, 50, 3, 100, 5)) {
+            float[][] large;
+            float[][] accumulated;
+            float[] largeDocument;
+            float[] accumulatedDocument;
+            TopicModel oneStep = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
+                    .optSparseDocumentUpdates(sparse).build();
+            TopicModel fourMicroBatches = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
+                    .optSparseDocumentUpdates(sparse).optGradientAccumulation(4).build();
+            try (Loader loader = Datasets.of(small.counts()).batchSize(128).loader(); TopicFit fit = oneStep.fit(loader)) {
+                large = fit.topicTerms();
+                largeDocument = fit.documentTopics(200);
+                assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
+            }
+            try (Loader loader = Datasets.of(small.counts()).batchSize(32).loader(); TopicFit fit = fourMicroBatches.fit(loader)) {
+                accumulated = fit.topicTerms();
+                accumulatedDocument = fit.documentTopics(200);
+                assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
+            }
+            double largest = 0;
+            for (int t = 0; t < 3; t++) {
+                for (int j = 0; j < 50; j++) {
+                    largest = Math.max(largest, Math.abs(large[t][j] - accumulated[t][j]) / large[t][j]);
+                }
+                largest = Math.max(largest, Math.abs(largeDocument[t] - accumulatedDocument[t]) / largeDocument[t]);
+            }
+            assertTrue(largest < 1e-4, "largest relative difference " + largest);
+            // without accumulation, batches of 32 take four different steps: a measurably different result
+            try (Loader loader = Datasets.of(small.counts()).batchSize(32).loader(); TopicFit fit = oneStep.fit(loader)) {
+                double differs = 0;
+                for (int j = 0; j < 50; j++) {
+                    differs = Math.max(differs, Math.abs(fit.topicTerms()[0][j] - large[0][j]) / large[0][j]);
+                }
+                assertTrue(differs > 1e-3, "four small steps should differ from two large ones: " + differs);
+            }
+            // and the update did something: the topics moved away from the uniform start
+            assertTrue(Math.abs(large[0][0] - 1.0 / 50) > 1e-5);
+        }
+    }
 }
