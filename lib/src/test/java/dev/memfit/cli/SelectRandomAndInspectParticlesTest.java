@@ -99,4 +99,14 @@ class SelectRandomAndInspectParticlesTest {
         stack.fieldNames().forEachRemaining(keys::add);
         assertTrue(keys.contains("extended_header") && keys.contains("size_on_disk"), keys.toString());
     }
+
+    @Test
+    void estimatePrintsTheBreakdownAndAdvice() {
+        Path sample = Path.of("..", "data-samples", "topics-500x200.npy");
+        String out = stdout("estimate", sample.toString(), "--model-params", "1000000", "--batch", "50", "--loading", "mapped");
+        assertTrue(out.contains("500 samples of 800 bytes"), out);
+        assertTrue(out.contains("data file mapping (address space)"), out);
+        assertTrue(out.contains("adam state (2 per parameter, float32)"), out);
+        assertTrue(out.contains("fits in half of the available RAM"), out);
+    }
 }

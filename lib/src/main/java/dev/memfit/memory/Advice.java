@@ -1,0 +1,156 @@
+package dev.memfit.memory;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * A loading strategy recommended from an estimate and the machine, with the reason in one readable paragraph.
+ *
+ * <p>The thresholds, documented and tested:
+ * <ul>
+ *   <li>data up to {@value #IN_MEMORY_SHARE} of the available RAM: load it into memory (fastest batches; on a GPU
+ *       only mini-batches go to the device);</li>
+ *   <li>up to {@value #PAGE_CACHE_SHARE} of the available RAM: memory-map it (no copy, and the page cache keeps it
+ *       warm after the first epoch);</li>
+ *   <li>larger than that, on storage slower than {@value #SLOW_STORAGE_BYTES_PER_SECOND} bytes/s: lazy loading with
+ *       {@value #LAZY_THREADS} reader threads, or pack and copy to local scratch;</li>
+ *   <li>larger, on fast storage: stream or map it, each epoch reading the disk;</li>
+ *   <li>when one epoch would read storage for longer than {@value #LONG_EPOCH_SECONDS} s: train on a random
+ *       subset first;</li>
+ *   <li>separately, when the device part of the estimate exceeds {@value #DEVICE_SHARE} of the device memory: a
+ *       smaller batch with gradient accumulation.</li>
+ * </ul>
+ *
+ * @param strategy the recommended loading
+ * @param threads reader threads to use (1 unless lazy)
+ * @param reduceBatch whether the batch should shrink to fit the device
+ * @param text the paragraph for a person
+ */
+public record Advice(Strategy strategy, int threads, boolean reduceBatch, String text) {
+
+    /** Share of available RAM under which data is loaded into memory. */
+    public static final double IN_MEMORY_SHARE = 0.5;
+    /** Share of available RAM under which mapped data stays in the page cache. */
+    public static final double PAGE_CACHE_SHARE = 0.9;
+    /** Below this read speed storage counts as slow (a network file system, a spinning disk). */
+    public static final long SLOW_STORAGE_BYTES_PER_SECOND = 200_000_000L;
+    /** Reader threads recommended for lazy loading on slow storage. */
+    public static final int LAZY_THREADS = 16;
+    /** An epoch reading storage longer than this suggests a random subset first. */
+    public static final long LONG_EPOCH_SECONDS = 3600;
+    /** Share of device memory the device part of the estimate may take. */
+    public static final double DEVICE_SHARE = 0.9;
+
+    /** Loading strategies. */
+    public enum Strategy {
+        /** Load into (native) memory. */
+        IN_MEMORY,
+        /** Memory-map the file. */
+        MAPPED,
+        /** Read on demand with many reader threads. */
+        LAZY,
+        /** Read sequentially in chunks. */
+        STREAMING,
+        /** Train on a random subset first. */
+        RANDOM_SUBSET
+    }
+
+    /**
+     * What the machine offers.
+     *
+     * @param availableRam RAM the OS can give (MemAvailable)
+     * @param heapLimit the JVM's {@code -Xmx}
+     * @param deviceMemory memory of the training device, or -1 when training on the CPU
+     * @param storageBytesPerSecond measured read speed of the data's storage, or -1 when unknown
+     */
+    public record Machine(long availableRam, long heapLimit, long deviceMemory, long storageBytesPerSecond) {
+
+        /**
+         * This machine: available RAM from {@code /proc/meminfo}, this JVM's heap limit, no device, storage unknown.
+         *
+         * @return the machine
+         */
+        public static Machine current() {
+            long available = -1;
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+                    if (line.startsWith("MemAvailable:")) {
+                        available = Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                    }
+                }
+            } catch (java.io.IOException | RuntimeException e) {
+                available = Runtime.getRuntime().maxMemory();
+            }
+            return new Machine(available, Runtime.getRuntime().maxMemory(), -1, -1);
+        }
+    }
+
+    /**
+     * Advises on a run.
+     *
+     * @param estimate the estimate of the run
+     * @param dataBytes the size of the data set
+     * @param machine what the machine offers
+     * @return the advice
+     */
+    public static Advice of(MemoryEstimate estimate, long dataBytes, Machine machine) {
+        Strategy strategy;
+        int threads = 1;
+        StringBuilder text = new StringBuilder();
+        double ram = machine.availableRam();
+        String data = MemoryEstimator.human(dataBytes);
+        String available = MemoryEstimator.human(machine.availableRam());
+        long speed = machine.storageBytesPerSecond();
+        double epochSeconds = speed > 0 ? dataBytes / (double) speed : -1;
+        if (dataBytes <= IN_MEMORY_SHARE * ram) {
+            strategy = Strategy.IN_MEMORY;
+            text.append(String.format(Locale.ROOT, "The data (%s) fits in half of the available RAM (%s): load it into "
+                    + "memory; memfit keeps it off the Java heap, and only mini-batches go to the device.", data, available));
+        } else if (dataBytes <= PAGE_CACHE_SHARE * ram) {
+            strategy = Strategy.MAPPED;
+            text.append(String.format(Locale.ROOT, "The data (%s) fits in the available RAM (%s) but would crowd it: "
+                    + "memory-map it; the first epoch reads the file, later ones come from the page cache.", data, available));
+        } else if (epochSeconds > LONG_EPOCH_SECONDS) {
+            strategy = Strategy.RANDOM_SUBSET;
+            text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s) and one epoch would read "
+                    + "storage for about %.0f minutes: start on a random subset (select-random), then scale up.",
+                    data, available, epochSeconds / 60));
+        } else if (speed > 0 && speed < SLOW_STORAGE_BYTES_PER_SECOND) {
+            strategy = Strategy.LAZY;
+            threads = LAZY_THREADS;
+            text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s) and its storage is "
+                    + "slow (%s/s): load lazily with %d reader threads to overlap request latency, and consider packing "
+                    + "small files into one file copied to local scratch.", data, available,
+                    MemoryEstimator.human(speed), LAZY_THREADS));
+        } else {
+            strategy = Strategy.STREAMING;
+            text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s): stream or memory-map "
+                    + "it; every epoch reads storage%s.", data, available,
+                    epochSeconds > 0 ? String.format(Locale.ROOT, " (about %.0f s per epoch at %s/s)", epochSeconds,
+                            MemoryEstimator.human(speed)) : ""));
+        }
+        long heap = estimate.total(MemoryEstimate.Where.HEAP);
+        if (heap > 0.5 * machine.heapLimit()) {
+            text.append(String.format(Locale.ROOT, " The heap part (%s) is more than half of -Xmx (%s): raise -Xmx.",
+                    MemoryEstimator.human(heap), MemoryEstimator.human(machine.heapLimit())));
+        }
+        boolean reduce = false;
+        long device = estimate.total(MemoryEstimate.Where.DEVICE);
+        if (machine.deviceMemory() > 0) {
+            if (device > DEVICE_SHARE * machine.deviceMemory()) {
+                reduce = true;
+                text.append(String.format(Locale.ROOT, " The device needs about %s of its %s: use a smaller batch "
+                        + "(BatchSizeFinder) with gradient accumulation to keep the effective batch.",
+                        MemoryEstimator.human(device), MemoryEstimator.human(machine.deviceMemory())));
+            } else {
+                text.append(String.format(Locale.ROOT, " The device part (%s) fits its memory (%s).",
+                        MemoryEstimator.human(device), MemoryEstimator.human(machine.deviceMemory())));
+            }
+        } else {
+            text.append(String.format(Locale.ROOT, " Training on the CPU: the model part (%s) lives in host memory.",
+                    MemoryEstimator.human(device)));
+        }
+        return new Advice(strategy, threads, reduce, text.toString());
+    }
+}

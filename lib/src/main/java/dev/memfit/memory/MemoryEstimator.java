@@ -1,0 +1,331 @@
+package dev.memfit.memory;
+
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
+import ai.djl.util.Pair;
+import dev.memfit.MemfitException;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Estimates, before a run, the memory it will need where: heap, native, mapped, device and page cache.
+ *
+ * <pre>{@code
+ * MemoryEstimate estimate = MemoryEstimator.builder()
+ *         .setData(200_000, 2_000 * 4L, Loading.MAPPED)          // samples, bytes per sample, how loaded
+ *         .setModel(parameterCount, activationsPerSample)
+ *         .optOptimizer(Optimizer.ADAM).optBatchSize(256).optPrefetch(2)
+ *         .build().estimate();
+ * }</pre>
+ *
+ * <p>The components mirror what memfit allocates: data held in native memory when loaded, loader batch buffers
+ * ({@code max(1, prefetch) + 1} of them), the sampler's index array on the heap (8 bytes per sample), parameters,
+ * gradients and optimizer state on the device, and activations kept for the backward pass.
+ */
+public final class MemoryEstimator {
+
+    /** How the data reaches the loader. */
+    public enum Loading {
+        /** Read into native memory up front (in-memory, eager). */
+        IN_MEMORY,
+        /** Memory-mapped: no copy, the page cache holds what is resident. */
+        MAPPED,
+        /** Read on demand in batches (lazy): nothing up front, each epoch reads storage. */
+        LAZY,
+        /** Read sequentially in chunks (streaming): one chunk in memory at a time. */
+        STREAMED
+    }
+
+    /** Optimizers by the state they keep per parameter. */
+    public enum Optimizer {
+        /** Plain SGD: no state. */
+        SGD(0),
+        /** SGD with momentum: one value per parameter. */
+        SGD_MOMENTUM(1),
+        /** Adam: two values per parameter. */
+        ADAM(2);
+
+        private final int statesPerParameter;
+
+        Optimizer(int statesPerParameter) {
+            this.statesPerParameter = statesPerParameter;
+        }
+
+        /**
+         * The state kept per parameter.
+         *
+         * @return values per parameter
+         */
+        public int statesPerParameter() {
+            return statesPerParameter;
+        }
+    }
+
+    private final long samples;
+    private final long sampleBytes;
+    private final Loading loading;
+    private final long chunkSamples;
+    private final long parameters;
+    private final long activationsPerSample;
+    private final Optimizer optimizer;
+    private final int batchSize;
+    private final int bytesPerValue;
+    private final int prefetch;
+    private final int devices;
+    private final boolean shuffled;
+
+    private MemoryEstimator(Builder builder) {
+        this.samples = builder.samples;
+        this.sampleBytes = builder.sampleBytes;
+        this.loading = builder.loading;
+        this.chunkSamples = builder.chunkSamples;
+        this.parameters = builder.parameters;
+        this.activationsPerSample = builder.activationsPerSample;
+        this.optimizer = builder.optimizer;
+        this.batchSize = builder.batchSize;
+        this.bytesPerValue = builder.bytesPerValue;
+        this.prefetch = builder.prefetch;
+        this.devices = builder.devices;
+        this.shuffled = builder.shuffled;
+    }
+
+    /**
+     * Starts a builder.
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Counts the parameters of an initialised DJL block.
+     *
+     * @param block the block, initialised with its input shape
+     * @return the number of values in all its parameters
+     */
+    public static long parameterCount(Block block) {
+        long count = 0;
+        for (Pair<String, Parameter> parameter : block.getParameters()) {
+            if (!parameter.getValue().isInitialized()) {
+                throw new MemfitException("block parameter " + parameter.getKey() + " is not initialised: call "
+                        + "block.initialize(manager, DataType.FLOAT32, inputShape) first");
+            }
+            count += parameter.getValue().getArray().getShape().size();
+        }
+        return count;
+    }
+
+    /**
+     * The estimate.
+     *
+     * @return the components
+     */
+    public MemoryEstimate estimate() {
+        List<MemoryEstimate.Component> parts = new ArrayList<>();
+        long dataBytes = samples * sampleBytes;
+        switch (loading) {
+            case IN_MEMORY -> parts.add(new MemoryEstimate.Component("data held in memory", MemoryEstimate.Where.NATIVE, dataBytes));
+            case MAPPED -> {
+                parts.add(new MemoryEstimate.Component("data file mapping (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
+                parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
+            }
+            case LAZY -> parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
+            case STREAMED -> parts.add(new MemoryEstimate.Component("one chunk of " + chunkSamples + " samples",
+                    MemoryEstimate.Where.NATIVE, chunkSamples * sampleBytes));
+        }
+        int buffers = Math.max(1, prefetch) + 1;
+        parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "loader batch buffers (%d x %d x %s)", buffers,
+                batchSize, human(sampleBytes)), MemoryEstimate.Where.NATIVE, (long) buffers * batchSize * sampleBytes));
+        long epochLength = loading == Loading.STREAMED ? chunkSamples : samples;
+        parts.add(new MemoryEstimate.Component(shuffled ? "epoch order (8 bytes per sample)" : "epoch order (8 bytes per sample, sequential)",
+                MemoryEstimate.Where.HEAP, 8 * epochLength));
+        if (parameters > 0) {
+            long weights = parameters * bytesPerValue;
+            parts.add(new MemoryEstimate.Component("parameters (" + parameters + " x " + bytesPerValue + " B) per device",
+                    MemoryEstimate.Where.DEVICE, weights));
+            parts.add(new MemoryEstimate.Component("gradients per device", MemoryEstimate.Where.DEVICE, weights));
+            if (optimizer.statesPerParameter() > 0) {
+                parts.add(new MemoryEstimate.Component(optimizer.name().toLowerCase(Locale.ROOT) + " state ("
+                        + optimizer.statesPerParameter() + " per parameter, float32)", MemoryEstimate.Where.DEVICE,
+                        parameters * 4L * optimizer.statesPerParameter()));
+            }
+        }
+        if (activationsPerSample > 0) {
+            parts.add(new MemoryEstimate.Component("activations kept for backward (batch " + batchSize + ")",
+                    MemoryEstimate.Where.DEVICE, activationsPerSample * batchSize * bytesPerValue));
+        }
+        parts.add(new MemoryEstimate.Component("mini-batch copy on the device", MemoryEstimate.Where.DEVICE,
+                (long) batchSize * sampleBytes));
+        if (devices > 1) {
+            parts.add(new MemoryEstimate.Component("(device totals are per device; " + devices + " devices)",
+                    MemoryEstimate.Where.DEVICE, 0));
+        }
+        return new MemoryEstimate(List.copyOf(parts));
+    }
+
+    static String human(long bytes) {
+        if (bytes >= 1L << 30) {
+            return String.format(Locale.ROOT, "%.1f GB", bytes / (double) (1L << 30));
+        }
+        if (bytes >= 1L << 20) {
+            return String.format(Locale.ROOT, "%.1f MB", bytes / (double) (1L << 20));
+        }
+        return String.format(Locale.ROOT, "%.1f KB", bytes / 1024.0);
+    }
+
+    /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */
+    public static final class Builder {
+        private long samples = -1;
+        private long sampleBytes = -1;
+        private Loading loading;
+        private long chunkSamples = 10_000;
+        private long parameters;
+        private long activationsPerSample;
+        private Optimizer optimizer = Optimizer.ADAM;
+        private int batchSize = 32;
+        private int bytesPerValue = 4;
+        private int prefetch = 2;
+        private int devices = 1;
+        private boolean shuffled = true;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the data (required).
+         *
+         * @param count the number of samples
+         * @param bytesPerSample the bytes of one sample as batches hold it
+         * @param how how it is loaded
+         * @return this builder
+         */
+        public Builder setData(long count, long bytesPerSample, Loading how) {
+            this.samples = count;
+            this.sampleBytes = bytesPerSample;
+            this.loading = how;
+            return this;
+        }
+
+        /**
+         * Sets the model: its parameter count and the values per sample its forward pass keeps for the backward pass
+         * (0 when unknown or negligible).
+         *
+         * @param parameterCount the number of trainable values
+         * @param activationValuesPerSample the activation values per sample
+         * @return this builder
+         */
+        public Builder setModel(long parameterCount, long activationValuesPerSample) {
+            this.parameters = parameterCount;
+            this.activationsPerSample = activationValuesPerSample;
+            return this;
+        }
+
+        /**
+         * Sets the optimizer (default Adam).
+         *
+         * @param kind the optimizer
+         * @return this builder
+         */
+        public Builder optOptimizer(Optimizer kind) {
+            this.optimizer = kind;
+            return this;
+        }
+
+        /**
+         * Sets the batch size (default 32).
+         *
+         * @param size samples per batch
+         * @return this builder
+         */
+        public Builder optBatchSize(int size) {
+            this.batchSize = size;
+            return this;
+        }
+
+        /**
+         * Sets the bytes per parameter and activation value (default 4, float32; 2 for half precision).
+         *
+         * @param bytes 2, 4 or 8
+         * @return this builder
+         */
+        public Builder optPrecision(int bytes) {
+            this.bytesPerValue = bytes;
+            return this;
+        }
+
+        /**
+         * Sets the loader's prefetch depth (default 2).
+         *
+         * @param batches batches read ahead
+         * @return this builder
+         */
+        public Builder optPrefetch(int batches) {
+            this.prefetch = batches;
+            return this;
+        }
+
+        /**
+         * Sets the samples per chunk when streaming (default 10,000).
+         *
+         * @param count samples per chunk
+         * @return this builder
+         */
+        public Builder optChunkSamples(long count) {
+            this.chunkSamples = count;
+            return this;
+        }
+
+        /**
+         * Sets the number of data-parallel devices (default 1); device figures are per device.
+         *
+         * @param count devices
+         * @return this builder
+         */
+        public Builder optDevices(int count) {
+            this.devices = count;
+            return this;
+        }
+
+        /**
+         * Whether the loader shuffles (default true); the epoch order is held on the heap either way.
+         *
+         * @param shuffle true when shuffling
+         * @return this builder
+         */
+        public Builder optShuffled(boolean shuffle) {
+            this.shuffled = shuffle;
+            return this;
+        }
+
+        /**
+         * Validates and builds.
+         *
+         * @return the estimator
+         */
+        public MemoryEstimator build() {
+            if (loading == null || samples < 1 || sampleBytes < 1) {
+                throw new MemfitException("setData(count, bytesPerSample, loading) is required with count >= 1 and "
+                        + "bytesPerSample >= 1, got count " + samples + ", bytes per sample " + sampleBytes);
+            }
+            if (parameters < 0 || activationsPerSample < 0) {
+                throw new MemfitException("parameter and activation counts cannot be negative");
+            }
+            if (batchSize < 1 || batchSize > samples) {
+                throw new MemfitException("batch size must be in [1, " + samples + "] (the number of samples), got " + batchSize);
+            }
+            if (devices < 1) {
+                throw new MemfitException("devices must be at least 1, got " + devices);
+            }
+            if (bytesPerValue != 2 && bytesPerValue != 4 && bytesPerValue != 8) {
+                throw new MemfitException("precision must be 2, 4 or 8 bytes per value, got " + bytesPerValue);
+            }
+            if (prefetch < 0 || chunkSamples < 1) {
+                throw new MemfitException("prefetch must be >= 0 and chunk samples >= 1");
+            }
+            return new MemoryEstimator(this);
+        }
+    }
+}
