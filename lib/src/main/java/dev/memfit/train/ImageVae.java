@@ -20,6 +20,7 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.Pair;
 import dev.memfit.Progress;
+import dev.memfit.memory.DeviceMemory;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 
@@ -143,6 +144,8 @@ public final class ImageVae implements AutoCloseable {
                     update(adam, group, collector);
                     steps++;
                 }
+                // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
+                DeviceMemory.releaseCache(target);
                 EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples), (System.nanoTime() - start) / 1e9,
                         steps, samples);
                 history.add(stats);

@@ -12,6 +12,7 @@ import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import dev.memfit.Progress;
+import dev.memfit.memory.DeviceMemory;
 import dev.memfit.data.ArraySource;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
@@ -162,6 +163,8 @@ public final class TopicModel {
                     step(group, docLogits, topicLogits, adam, rowAdam);
                     steps++;
                 }
+                // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
+                DeviceMemory.releaseCache(target);
                 EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples),
                         (System.nanoTime() - start) / 1e9, steps, samples);
                 history.add(stats);
