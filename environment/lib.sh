@@ -3,7 +3,7 @@
 
 MEMFIT_MIN_JAVA=25
 MEMFIT_APT_PACKAGES="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client \
-python3-numpy python3-h5py python3-mrcfile fontconfig fonts-dejavu-core"
+python3-numpy python3-h5py python3-mrcfile python3-anndata fontconfig fonts-dejavu-core"
 
 memfit_die() {
     echo "memfit: $*" >&2
@@ -36,7 +36,7 @@ memfit_system_packages() {
     local missing=()
     [ -x /usr/bin/jupyter ] || missing+=(jupyter)
     /usr/bin/python3 -c "import nbclient, nbconvert, jupyter_client, ipykernel" 2>/dev/null || missing+=(nbclient)
-    /usr/bin/python3 -c "import numpy, h5py, mrcfile" 2>/dev/null || missing+=(numpy/h5py/mrcfile)
+    /usr/bin/python3 -c "import numpy, h5py, mrcfile, anndata" 2>/dev/null || missing+=(numpy/h5py/mrcfile/anndata)
     # grep without -q: with pipefail, an early exit of grep -q can fail fc-list with SIGPIPE.
     command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -i dejavu >/dev/null || missing+=(fonts)
     [ ${#missing[@]} -eq 0 ] && return 0

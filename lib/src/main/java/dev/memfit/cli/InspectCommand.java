@@ -7,6 +7,7 @@ import dev.memfit.io.Npy;
 import dev.memfit.io.NpyArray;
 import dev.memfit.data.LazySource;
 import dev.memfit.data.Particles;
+import dev.memfit.io.H5ad;
 import dev.memfit.io.MrcHeader;
 import dev.memfit.io.NpyHeader;
 import dev.memfit.io.ParticleStack;
@@ -34,7 +35,7 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks or a RELION .star")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star or an .h5ad")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
@@ -66,9 +67,25 @@ final class InspectCommand implements Callable<Integer> {
         if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".txt") || name.endsWith(".star")) {
             return inspectParticles(file);
         }
+        if (name.endsWith(".h5ad")) {
+            try (H5ad h5ad = H5ad.open(file)) {
+                Map<String, Object> facts = new LinkedHashMap<>();
+                facts.put("file", file.toString());
+                facts.put("format", "AnnData .h5ad, X " + (h5ad.sparse() ? "CSR" : "dense"));
+                facts.put("n_obs", h5ad.observations());
+                facts.put("n_vars", h5ad.variables());
+                facts.put("nnz", h5ad.storedValues());
+                facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
+                facts.put("size_on_disk", Files.size(file));
+                facts.put("sum", h5ad.sum());
+                return facts;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
         if (!name.endsWith(".npy") && !Npy.looksLikeNpy(file)) {
             throw new MemfitException(file + ": expected a file inspect knows (.npy, .mrcs, .mrc, .txt list of stacks, "
-                    + ".star), found a file without the .npy magic or one of those extensions");
+                    + ".star, .h5ad), found a file without the .npy magic or one of those extensions");
         }
         Map<String, Object> facts = new LinkedHashMap<>();
         try (NpyArray array = Npy.map(file)) {
