@@ -157,4 +157,20 @@ class H5adTest {
                 print(a.X.nnz, repr(float(a.X.sum(dtype='float64'))))
                 """, dir.resolve("csr64.h5ad")), json.get("nnz").asLong() + " " + json.get("sum").asDouble());
     }
+
+    @Test
+    void topGenesByTotalCountsAgreeWithAnndata() {
+        try (H5ad h5ad = H5ad.open(dir.resolve("csr32.h5ad"))) {
+            var vocabulary = dev.memfit.prep.GeneVocabulary.topByTotalCounts(h5ad, 5);
+            String expected = PythonPeer.run("""
+                    import sys, numpy as np, anndata as ad
+                    a = ad.read_h5ad(sys.argv[1])
+                    totals = np.asarray(a.X.sum(axis=0)).ravel()
+                    order = sorted(range(a.n_vars), key=lambda g: (-totals[g], a.var_names[g]))[:5]
+                    print(','.join(a.var_names[g] for g in order))
+                    """, dir.resolve("csr32.h5ad"));
+            assertEquals(expected, String.join(",", vocabulary.genes()));
+            assertEquals(30, dev.memfit.prep.GeneVocabulary.fromVar(h5ad).genes().size());
+        }
+    }
 }
