@@ -133,6 +133,7 @@ public final class LoaderBenchmark {
             }
         }
         if (sink == Long.MIN_VALUE) {
+            // Uses the bytes read, so the JIT cannot drop the reads as dead code.
             System.out.print("");
         }
         double steadyGbps = settings.epochs() > 1 ? bytesPerEpoch * (settings.epochs() - 1) / steady / 1e9 : 0;

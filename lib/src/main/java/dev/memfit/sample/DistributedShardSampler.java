@@ -128,31 +128,20 @@ public final class DistributedShardSampler implements Sampler {
                 mine.add(i);
             }
         } else {
-            int[] order = new int[shardSizes.length];
+            long[] order = new long[shardSizes.length];
             for (int s = 0; s < order.length; s++) {
                 order[s] = s;
             }
-            for (int s = order.length - 1; s > 0; s--) {
-                int j = random.nextInt(s + 1);
-                int swap = order[s];
-                order[s] = order[j];
-                order[j] = swap;
-            }
+            ShuffledSampler.shuffle(order, random);
             for (int position = rank; position < order.length; position += worldSize) {
-                int shard = order[position];
+                int shard = (int) order[position];
                 for (long i = 0; i < shardSizes[shard]; i++) {
                     mine.add(shardStarts[shard] + i);
                 }
             }
         }
         long[] indices = mine.stream().mapToLong(Long::longValue).toArray();
-        SplittableRandom local = ShuffledSampler.random(seed ^ (0x5DEECE66DL * (rank + 1)), epoch);
-        for (int i = indices.length - 1; i > 0; i--) {
-            int j = local.nextInt(i + 1);
-            long swap = indices[i];
-            indices[i] = indices[j];
-            indices[j] = swap;
-        }
+        ShuffledSampler.shuffle(indices, ShuffledSampler.random(seed ^ (0x5DEECE66DL * (rank + 1)), epoch));
         return indices;
     }
 

@@ -45,16 +45,25 @@ public final class ShuffledSampler implements Sampler {
         return size;
     }
 
+    /**
+     * Shuffles in place (Fisher-Yates).
+     *
+     * @param values the array
+     * @param random the generator
+     */
+    public static void shuffle(long[] values, SplittableRandom random) {
+        for (int i = values.length - 1; i > 0; i--) {
+            int j = random.nextInt(i + 1);
+            long swap = values[i];
+            values[i] = values[j];
+            values[j] = swap;
+        }
+    }
+
     @Override
     public long[] indices(long epoch) {
         long[] order = new SequentialSampler(size).indices(epoch);
-        SplittableRandom random = random(seed, epoch);
-        for (int i = order.length - 1; i > 0; i--) {
-            int j = random.nextInt(i + 1);
-            long swap = order[i];
-            order[i] = order[j];
-            order[j] = swap;
-        }
+        shuffle(order, random(seed, epoch));
         return order;
     }
 

@@ -239,22 +239,11 @@ public final class ImageVae implements AutoCloseable {
         private int latent = 8;
         private int hidden = 256;
         private float beta = 1f;
-        private int accumulation = 1;
 
         private Builder() {
             super(20, 1e-3f);
         }
 
-        /**
-         * Accumulates the gradients of k mini-batches before each optimizer step (default 1).
-         *
-         * @param microBatches k, at least 1
-         * @return this builder
-         */
-        public Builder optGradientAccumulation(int microBatches) {
-            this.accumulation = microBatches;
-            return this;
-        }
 
         @Override
         protected Builder self() {
@@ -305,8 +294,8 @@ public final class ImageVae implements AutoCloseable {
          */
         public ImageVae build() {
             validate();
-            if (latent < 1 || hidden < 1 || beta < 0 || accumulation < 1) {
-                throw new IllegalArgumentException("latent, hidden and accumulation must be positive and beta >= 0");
+            if (latent < 1 || hidden < 1 || beta < 0) {
+                throw new IllegalArgumentException("latent and hidden must be positive and beta >= 0");
             }
             return new ImageVae(this);
         }

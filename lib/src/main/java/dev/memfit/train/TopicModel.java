@@ -250,23 +250,11 @@ public final class TopicModel {
     public static final class Builder extends TrainerBuilder<Builder> {
         private int topics;
         private boolean sparseDocumentUpdates = true;
-        private int accumulation = 1;
 
         private Builder() {
             super(50, 0.01f);
         }
 
-        /**
-         * Accumulates the gradients of k mini-batches before each optimizer step (default 1): the effective batch
-         * is k times the loader's, at the memory cost of one.
-         *
-         * @param microBatches k, at least 1
-         * @return this builder
-         */
-        public Builder optGradientAccumulation(int microBatches) {
-            this.accumulation = microBatches;
-            return this;
-        }
 
         @Override
         protected Builder self() {
@@ -314,9 +302,6 @@ public final class TopicModel {
                 throw new IllegalArgumentException("setTopics(k) is required and k must be at least 1, got " + topics);
             }
             validate();
-            if (accumulation < 1) {
-                throw new IllegalArgumentException("gradient accumulation must be at least 1 micro-batch, got " + accumulation);
-            }
             return new TopicModel(this);
         }
     }

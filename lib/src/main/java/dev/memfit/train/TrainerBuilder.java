@@ -13,6 +13,7 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     float learningRate;
     long seed = 1;
     Device device;
+    int accumulation = 1;
 
     TrainerBuilder(int defaultEpochs, float defaultLearningRate) {
         this.epochs = defaultEpochs;
@@ -70,6 +71,18 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         return self();
     }
 
+    /**
+     * Accumulates the gradients of k mini-batches before each optimizer step (default 1): the effective batch is k
+     * times the loader's, at the memory cost of one.
+     *
+     * @param microBatches k, at least 1
+     * @return this builder
+     */
+    public B optGradientAccumulation(int microBatches) {
+        this.accumulation = microBatches;
+        return self();
+    }
+
     /** Checks the shared settings; subclasses add theirs. */
     void validate() {
         if (epochs < 1) {
@@ -77,6 +90,9 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         }
         if (!(learningRate > 0)) {
             throw new IllegalArgumentException("learning rate must be positive, got " + learningRate);
+        }
+        if (accumulation < 1) {
+            throw new IllegalArgumentException("gradient accumulation must be at least 1 micro-batch, got " + accumulation);
         }
     }
 }
