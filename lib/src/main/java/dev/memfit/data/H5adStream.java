@@ -1,0 +1,244 @@
+package dev.memfit.data;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.MemfitException;
+import dev.memfit.Threads;
+import dev.memfit.io.DType;
+import dev.memfit.io.H5ad;
+import dev.memfit.memory.NativeMemory;
+import dev.memfit.sample.ShuffledSampler;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Streams an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer: chunks are read in a per-epoch
+ * random order on {@code threads} threads (each with its own file handle), and batches are drawn at random from the
+ * cells in the buffer. Every cell is yielded once per epoch; the order differs every epoch (from the seed and the
+ * epoch); memory is the buffer plus the chunks in flight, whatever the file size.
+ */
+public final class H5adStream implements AutoCloseable {
+
+    private static final AtomicInteger POOL_ID = new AtomicInteger();
+
+    private final Path file;
+    private final long cells;
+    private final long genes;
+    private final int chunkSize;
+    private final int bufferCells;
+    private final int batchSize;
+    private final long seed;
+    private final ExecutorService pool;
+    private final List<H5ad> handles = new ArrayList<>();
+    private final ThreadLocal<H5ad> handle;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment buffer;
+    private final ConcurrentLinkedDeque<MemorySegment> batchBuffers = new ConcurrentLinkedDeque<>();
+    private final NativeMemory.Reservation reservation;
+
+    private H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed) {
+        try (H5ad probe = H5ad.open(file)) {
+            this.cells = probe.observations();
+            this.genes = probe.variables();
+        }
+        if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || threads < 1) {
+            throw new MemfitException("need chunk size >= 1, shuffle buffer >= chunk size, batch size >= 1 and threads >= 1;"
+                    + " got chunk " + chunkSize + ", buffer " + bufferCells + ", batch " + batchSize + ", threads " + threads);
+        }
+        this.file = file;
+        this.chunkSize = chunkSize;
+        this.bufferCells = bufferCells;
+        this.batchSize = batchSize;
+        this.seed = seed;
+        this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
+        this.handle = ThreadLocal.withInitial(() -> {
+            H5ad opened = H5ad.open(file);
+            synchronized (handles) {
+                handles.add(opened);
+            }
+            return opened;
+        });
+        long rowBytes = genes * Float.BYTES;
+        this.buffer = arena.allocate(Math.max(1, bufferCells * rowBytes), 64);
+        for (int i = 0; i < 2; i++) {
+            batchBuffers.add(arena.allocate(Math.max(1, batchSize * rowBytes), 64));
+        }
+        this.reservation = NativeMemory.ALLOCATED.reserve(bufferCells * rowBytes + 2L * batchSize * rowBytes);
+    }
+
+    /**
+     * Opens a stream.
+     *
+     * @param file the {@code .h5ad}
+     * @param chunkSize cells per read
+     * @param bufferCells cells held in the shuffle buffer (at least one chunk)
+     * @param batchSize cells per batch
+     * @param threads concurrent chunk reads
+     * @param seed the seed
+     * @return the stream, to be closed
+     */
+    public static H5adStream open(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed) {
+        return new H5adStream(file, chunkSize, bufferCells, batchSize, threads, seed);
+    }
+
+    /**
+     * The shape of one cell: the number of genes.
+     *
+     * @return the shape
+     */
+    public Shape sampleShape() {
+        return new Shape(genes);
+    }
+
+    /**
+     * The number of cells.
+     *
+     * @return n_obs
+     */
+    public long size() {
+        return cells;
+    }
+
+    /**
+     * The native memory the stream holds: the shuffle buffer and two batch buffers (chunks in flight come on top).
+     *
+     * @return bytes
+     */
+    public long bufferMemory() {
+        return bufferCells * genes * Float.BYTES + 2L * batchSize * genes * Float.BYTES;
+    }
+
+    /**
+     * The batches of one epoch, every cell once. One epoch at a time.
+     *
+     * @param epoch the epoch, which with the seed fixes the order
+     * @return the batches
+     */
+    public Iterable<Batch> epoch(long epoch) {
+        return () -> new EpochIterator(epoch);
+    }
+
+    private record Chunk(long first, int count, Arena arena, MemorySegment rows) {
+    }
+
+    private Chunk read(long first, int count) {
+        Arena chunkArena = Arena.ofShared();
+        MemorySegment rows = chunkArena.allocate(Math.max(1, count * genes * Float.BYTES), 64);
+        handle.get().readRows(first, count, rows);
+        return new Chunk(first, count, chunkArena, rows);
+    }
+
+    private final class EpochIterator implements Iterator<Batch> {
+        private final long epoch;
+        private final long[] chunkOrder;
+        private final ArrayDeque<Future<Chunk>> inFlight = new ArrayDeque<>();
+        private final SplittableRandom random;
+        private final long[] slotCell;
+        private int nextChunk;
+        private int live;
+        private long returned;
+        private long number;
+        private Batch current;
+
+        EpochIterator(long epoch) {
+            this.epoch = epoch;
+            long chunks = (cells + chunkSize - 1) / chunkSize;
+            this.chunkOrder = new ShuffledSampler(chunks, seed).indices(epoch);
+            this.random = ShuffledSampler.random(seed ^ 0x2545F4914F6CDD1DL, epoch);
+            this.slotCell = new long[bufferCells];
+            submitReads();
+        }
+
+        private void submitReads() {
+            int depth = Math.max(2, ((java.util.concurrent.ThreadPoolExecutor) pool).getCorePoolSize());
+            while (inFlight.size() < depth && nextChunk < chunkOrder.length) {
+                long first = chunkOrder[nextChunk++] * chunkSize;
+                int count = (int) Math.min(chunkSize, cells - first);
+                inFlight.add(pool.submit(() -> read(first, count)));
+            }
+        }
+
+        /** Moves finished chunks into the buffer while a whole chunk fits. */
+        private void refill() {
+            long rowBytes = genes * Float.BYTES;
+            while (!inFlight.isEmpty() && live + chunkSize <= bufferCells) {
+                Chunk chunk;
+                try {
+                    chunk = inFlight.poll().get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new MemfitException("interrupted while streaming " + file, e);
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof RuntimeException runtime ? runtime
+                            : new MemfitException("streaming " + file + " failed: " + e.getCause(), e.getCause());
+                }
+                try (Arena done = chunk.arena()) {
+                    MemorySegment.copy(chunk.rows(), 0, buffer, live * rowBytes, chunk.count() * rowBytes);
+                    for (int i = 0; i < chunk.count(); i++) {
+                        slotCell[live + i] = chunk.first() + i;
+                    }
+                    live += chunk.count();
+                }
+                submitReads();
+            }
+        }
+
+        @Override
+        public boolean hasNext() {
+            return returned < cells;
+        }
+
+        @Override
+        public Batch next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException("epoch " + epoch + " of " + file + " is over");
+            }
+            if (current != null) {
+                current.close();
+            }
+            refill();
+            long rowBytes = genes * Float.BYTES;
+            int size = (int) Math.min(batchSize, live);
+            MemorySegment out = batchBuffers.pollFirst();
+            long[] indices = new long[size];
+            for (int i = 0; i < size; i++) {
+                int slot = random.nextInt(live);
+                indices[i] = slotCell[slot];
+                MemorySegment.copy(buffer, slot * rowBytes, out, i * rowBytes, rowBytes);
+                live--;
+                // The last live row takes the drawn row's slot, so live rows stay packed at the front.
+                MemorySegment.copy(buffer, live * rowBytes, buffer, slot * rowBytes, rowBytes);
+                slotCell[slot] = slotCell[live];
+            }
+            returned += size;
+            current = new Batch(epoch, number++, indices, out, out.asSlice(0, size * rowBytes), new Shape(size, genes),
+                    DType.FLOAT32, batchBuffers::addFirst);
+            return current;
+        }
+    }
+
+    /** Stops the readers and frees the buffers and file handles. */
+    @Override
+    public void close() {
+        pool.shutdownNow();
+        arena.close();
+        reservation.close();
+        synchronized (handles) {
+            handles.forEach(H5ad::close);
+            handles.clear();
+        }
+    }
+}
