@@ -41,6 +41,7 @@ public final class H5adStream implements AutoCloseable {
     private final int bufferCells;
     private final int batchSize;
     private final long seed;
+    private final int threads;
     private final ExecutorService pool;
     private final List<H5ad> handles = new ArrayList<>();
     private final ThreadLocal<H5ad> handle;
@@ -63,6 +64,7 @@ public final class H5adStream implements AutoCloseable {
         this.bufferCells = bufferCells;
         this.batchSize = batchSize;
         this.seed = seed;
+        this.threads = threads;
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
             H5ad opened = H5ad.open(file);
@@ -163,7 +165,8 @@ public final class H5adStream implements AutoCloseable {
         }
 
         private void submitReads() {
-            int depth = Math.max(2, ((java.util.concurrent.ThreadPoolExecutor) pool).getCorePoolSize());
+            // One chunk in flight per reader thread (at least two, so a read overlaps the buffer's draws).
+            int depth = Math.max(2, threads);
             while (inFlight.size() < depth && nextChunk < chunkOrder.length) {
                 long first = chunkOrder[nextChunk++] * chunkSize;
                 int count = (int) Math.min(chunkSize, cells - first);
