@@ -8,7 +8,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
-import ai.djl.nn.Parameter;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.GradientCollector;
@@ -16,7 +15,6 @@ import ai.djl.training.ParameterStore;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import ai.djl.util.Pair;
 import dev.memfit.Progress;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
@@ -81,9 +79,7 @@ public final class CellClassifier implements AutoCloseable {
                     .add(Linear.builder().setUnits(classes).build());
             network.initialize(manager, DataType.FLOAT32, new Shape(1, genes));
             store = new ParameterStore(manager, false);
-            for (Pair<String, Parameter> parameter : network.getParameters()) {
-                parameter.getValue().getArray().setRequiresGradient(true);
-            }
+            BlockTraining.requireGradients(network);
         }
         Loss loss = Loss.softmaxCrossEntropyLoss();
         Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
@@ -109,12 +105,7 @@ public final class CellClassifier implements AutoCloseable {
                             collector.backward(value);
                             lossSum += value.getFloat() * batch.size();
                         }
-                        for (Pair<String, Parameter> parameter : network.getParameters()) {
-                            NDArray weight = parameter.getValue().getArray();
-                            NDArray gradient = weight.getGradient();
-                            gradient.attach(step);
-                            adam.update(parameter.getValue().getId(), weight, gradient);
-                        }
+                        BlockTraining.step(adam, step, network);
                     }
                     samples += batch.size();
                     steps++;

@@ -18,7 +18,6 @@ import ai.djl.training.ParameterStore;
 import ai.djl.training.initializer.XavierInitializer;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import ai.djl.util.Pair;
 import dev.memfit.Progress;
 import dev.memfit.memory.DeviceMemory;
 import dev.memfit.data.Batch;
@@ -100,11 +99,7 @@ public final class ImageVae implements AutoCloseable {
             encoder.initialize(manager, DataType.FLOAT32, new Shape(1, pixels));
             decoder.initialize(manager, DataType.FLOAT32, new Shape(1, latent));
             store = new ParameterStore(manager, false);
-            for (Block block : List.of(encoder, decoder)) {
-                for (Pair<String, Parameter> parameter : block.getParameters()) {
-                    parameter.getValue().getArray().setRequiresGradient(true);
-                }
-            }
+            BlockTraining.requireGradients(encoder, decoder);
         }
         // Reseeded per fit so that the same loader order gives the same losses, eager or lazy.
         engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
@@ -160,14 +155,7 @@ public final class ImageVae implements AutoCloseable {
     private void update(Optimizer adam, NDManager group, GradientCollector collector) {
         try (group) {
             collector.close();
-            for (Block block : List.of(encoder, decoder)) {
-                for (Pair<String, Parameter> parameter : block.getParameters()) {
-                    NDArray weight = parameter.getValue().getArray();
-                    NDArray gradient = weight.getGradient();
-                    gradient.attach(group);
-                    adam.update(parameter.getValue().getId(), weight, gradient);
-                }
-            }
+            BlockTraining.step(adam, group, encoder, decoder);
         }
     }
 
