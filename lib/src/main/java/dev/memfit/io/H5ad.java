@@ -215,25 +215,49 @@ public final class H5ad implements AutoCloseable {
         }
     }
 
+    /** Receives consecutive rows of X as dense float32. */
+    @FunctionalInterface
+    public interface RowsConsumer {
+        /**
+         * Handles rows.
+         *
+         * @param first the index of the first row
+         * @param count the number of rows
+         * @param rows {@code count x n_vars} float32 values, valid during the call
+         */
+        void accept(long first, int count, MemorySegment rows);
+    }
+
     /**
-     * The float64 sum of all of X, read in chunks of rows.
+     * One pass over X in chunks of about 16 MB of dense rows: memory stays at one chunk whatever the file size.
      *
-     * @return the sum
+     * @param consumer receives each chunk
      */
-    public double sum() {
-        double total = 0;
+    public void forEachChunk(RowsConsumer consumer) {
         long chunk = Math.max(1, (16L << 20) / Math.max(1, variables * Float.BYTES));
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             MemorySegment rows = arena.allocate(chunk * variables * Float.BYTES);
             for (long first = 0; first < observations; first += chunk) {
                 int count = (int) Math.min(chunk, observations - first);
                 readRows(first, count, rows);
-                for (long v = 0; v < count * variables; v++) {
-                    total += rows.getAtIndex(ValueLayout.JAVA_FLOAT, v);
-                }
+                consumer.accept(first, count, rows);
             }
         }
-        return total;
+    }
+
+    /**
+     * The float64 sum of all of X, read in chunks of rows.
+     *
+     * @return the sum
+     */
+    public double sum() {
+        double[] total = new double[1];
+        forEachChunk((first, count, rows) -> {
+            for (long v = 0; v < count * variables; v++) {
+                total[0] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+            }
+        });
+        return total[0];
     }
 
     /**

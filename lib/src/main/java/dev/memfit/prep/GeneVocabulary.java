@@ -6,7 +6,6 @@ import dev.memfit.io.H5ad;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -72,21 +71,15 @@ public record GeneVocabulary(List<String> genes) {
      * @return one total per gene, in var order
      */
     public static double[] columnTotals(H5ad h5ad) {
-        long genes = h5ad.variables();
-        double[] totals = new double[Math.toIntExact(genes)];
-        long chunk = Math.max(1, (16L << 20) / Math.max(1, genes * Float.BYTES));
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment rows = arena.allocate(chunk * genes * Float.BYTES);
-            for (long first = 0; first < h5ad.observations(); first += chunk) {
-                int count = (int) Math.min(chunk, h5ad.observations() - first);
-                h5ad.readRows(first, count, rows);
-                for (int r = 0; r < count; r++) {
-                    for (int g = 0; g < genes; g++) {
-                        totals[g] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, r * genes + g);
-                    }
+        int genes = Math.toIntExact(h5ad.variables());
+        double[] totals = new double[genes];
+        h5ad.forEachChunk((first, count, rows) -> {
+            for (int r = 0; r < count; r++) {
+                for (int g = 0; g < genes; g++) {
+                    totals[g] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, (long) r * genes + g);
                 }
             }
-        }
+        });
         return totals;
     }
 
