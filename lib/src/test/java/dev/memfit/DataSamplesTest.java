@@ -46,4 +46,19 @@ class DataSamplesTest {
                 print(shape, dtype, stack, len(np.load(sys.argv[1] + '/conformations.npy')))
                 """, SAMPLES.resolve("particles")));
     }
+
+    @Test
+    void atlasSampleIsReproducibleAndReadsInAnndata(@TempDir Path dir) throws Exception {
+        Path out = dir.resolve("atlas.h5ad");
+        assertEquals(0, Main.execute("generate", "atlas", "--cells", "2000", "--genes", "500", "--seed", "7", "-o", out.toString()));
+        Path sample = SAMPLES.resolve("atlas-2000x500.h5ad");
+        assertArrayEquals(Files.readAllBytes(sample), Files.readAllBytes(out), "same bytes, whatever the thread count");
+        assertEquals("(2000, 500) csr float32 {'common': 1814, 'uncommon': 172, 'rare': 14} 0.094", PythonPeer.run("""
+                import sys, anndata as ad
+                a = ad.read_h5ad(sys.argv[1])
+                counts = a.obs['cell_type'].value_counts()
+                print(a.shape, a.X.format, a.X.dtype, {k: int(counts[k]) for k in ['common', 'uncommon', 'rare']},
+                      round(a.X.nnz / (a.n_obs * a.n_vars), 3))
+                """, sample));
+    }
 }

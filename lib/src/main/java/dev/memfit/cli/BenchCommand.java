@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.bench.H5adBenchmark;
 import dev.memfit.bench.LoaderBenchmark;
 import dev.memfit.bench.TopicBenchmark;
 import picocli.CommandLine.Command;
@@ -16,7 +17,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
-        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class})
+        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class, BenchCommand.H5ad.class})
 final class BenchCommand implements Runnable {
 
     @Override
@@ -141,6 +142,85 @@ final class BenchCommand implements Runnable {
                 loss.append(round(row.finalLoss(), 3));
             }
             table.addColumns(method, batch, first, later, loss);
+            System.out.println(table.printAll());
+            return 0;
+        }
+    }
+
+    @Command(name = "h5ad", mixinStandardHelpOptions = true,
+            description = "Single-cell atlas: streaming an .h5ad (vs anndata backed), random batches from the .h5ad and "
+                    + "from shards (vs C gather), shard conversion speed and peak memory.")
+    static final class H5ad implements Callable<Integer> {
+        @Option(names = "--file", description = "the .h5ad (created if missing; default build/bench/atlas-<cells>x<genes>.h5ad)")
+        private Path file;
+        @Option(names = "--cells", defaultValue = "200000", description = "cells when creating the atlas (default ${DEFAULT-VALUE})")
+        private long cells;
+        @Option(names = "--genes", defaultValue = "2000", description = "genes when creating the atlas (default ${DEFAULT-VALUE})")
+        private int genes;
+        @Option(names = "--chunk", defaultValue = "10000", description = "cells per streamed chunk (default ${DEFAULT-VALUE})")
+        private int chunk;
+        @Option(names = "--batch", defaultValue = "256", description = "cells per random batch (default ${DEFAULT-VALUE})")
+        private int batch;
+        @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
+        private long shardSize;
+        @Option(names = "--random-batches", defaultValue = "100", description = "random batches read from the .h5ad (default ${DEFAULT-VALUE})")
+        private int randomBatches;
+        @Option(names = "--epochs", defaultValue = "3", description = "epochs over the shards, the first not counted (default ${DEFAULT-VALUE})")
+        private int epochs;
+        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "loader threads to measure (default ${DEFAULT-VALUE})")
+        private List<Integer> threads;
+        @Option(names = "--seed", defaultValue = "7")
+        private long seed;
+        @Option(names = "--no-baselines", description = "skip anndata and C")
+        private boolean noBaselines;
+        @Option(names = "--json", description = "print JSON rows instead of a table")
+        private boolean json;
+
+        @Override
+        public Integer call() throws Exception {
+            Path target = file != null ? file : Path.of("build", "bench", "atlas-" + cells + "x" + genes + ".h5ad");
+            java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
+            List<H5adBenchmark.Row> rows = H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,
+                    batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines));
+            if (json) {
+                printJson(rows);
+                return 0;
+            }
+            Table table = Table.create("Single-cell atlas " + target + " (page-cached); ratios against the other method of the same task and threads");
+            StringColumn task = StringColumn.create("task");
+            StringColumn method = StringColumn.create("method");
+            IntColumn threadColumn = IntColumn.create("threads");
+            DoubleColumn cellsPerSecond = DoubleColumn.create("cells/s");
+            DoubleColumn gbps = DoubleColumn.create("GB/s (dense)");
+            DoubleColumn ratio = DoubleColumn.create("memfit / baseline");
+            DoubleColumn peak = DoubleColumn.create("peak RSS MB");
+            DoubleColumn peakAnonymous = DoubleColumn.create("peak anon RSS MB");
+            for (H5adBenchmark.Row row : rows) {
+                task.append(row.task());
+                method.append(row.method());
+                threadColumn.append(row.threads());
+                cellsPerSecond.append(Math.round(row.cellsPerSecond()));
+                gbps.append(round(row.gigabytesPerSecond(), 3));
+                // the baseline of a memfit row: the non-memfit row of the same task (and thread count when it has one)
+                double baseline = !row.method().startsWith("memfit") ? Double.NaN : rows.stream()
+                        .filter(r -> r.task().equals(row.task()) && !r.method().startsWith("memfit"))
+                        .filter(r -> r.threads() == row.threads() || rows.stream().noneMatch(o -> o.task().equals(row.task())
+                                && !o.method().startsWith("memfit") && o.threads() == row.threads()))
+                        .mapToDouble(H5adBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
+                if (Double.isNaN(baseline)) {
+                    ratio.appendMissing();
+                } else {
+                    ratio.append(round(row.cellsPerSecond() / baseline, 2));
+                }
+                if (row.peakMegabytes() > 0) {
+                    peak.append(Math.round(row.peakMegabytes()));
+                    peakAnonymous.append(Math.round(row.peakAnonymousMegabytes()));
+                } else {
+                    peak.appendMissing();
+                    peakAnonymous.appendMissing();
+                }
+            }
+            table.addColumns(task, method, threadColumn, cellsPerSecond, gbps, ratio, peak, peakAnonymous);
             System.out.println(table.printAll());
             return 0;
         }

@@ -12,7 +12,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit generate topics}: a synthetic count matrix with its true topics. */
 @Command(name = "generate", mixinStandardHelpOptions = true, description = "Generate synthetic data sets.",
-        subcommands = {GenerateCommand.Topics.class, GenerateCommand.ParticleImages.class})
+        subcommands = {GenerateCommand.Topics.class, GenerateCommand.ParticleImages.class, GenerateCommand.Atlas.class})
 final class GenerateCommand implements Runnable {
 
     @Override
@@ -73,6 +73,42 @@ final class GenerateCommand implements Runnable {
         public Integer call() {
             var written = dev.memfit.train.SyntheticParticles.write(output, particles, size, perStack, noise, maxAngle, seed);
             System.out.println("wrote " + written.stacks().size() + " stack(s) and " + written.star());
+            return 0;
+        }
+    }
+
+    @Command(name = "atlas", mixinStandardHelpOptions = true,
+            description = "A single-cell atlas (.h5ad, CSR counts) of imbalanced cell types with negative-binomial counts.")
+    static final class Atlas implements Callable<Integer> {
+        @Option(names = "--cells", defaultValue = "10000")
+        private long cells;
+        @Option(names = "--genes", defaultValue = "2000")
+        private int genes;
+        @Option(names = "--types", split = ",", defaultValue = "common,uncommon,rare", description = "cell type names")
+        private java.util.List<String> types;
+        @Option(names = "--proportions", split = ",", defaultValue = "0.90,0.09,0.01", description = "share of each type")
+        private double[] proportions;
+        @Option(names = "--program-genes", description = "genes in each type's program (default: 5% of the genes)")
+        private Integer programGenes;
+        @Option(names = "--fold-change", defaultValue = "3", description = "how much a type raises its program's genes")
+        private double foldChange;
+        @Option(names = "--mean-expression", defaultValue = "0.04",
+                description = "median baseline mean count of a gene (0.04 gives about 10%% non-zero)")
+        private double meanExpression;
+        @Option(names = "--dispersion", defaultValue = "0.5", description = "negative binomial dispersion")
+        private double dispersion;
+        @Option(names = "--seed", defaultValue = "1")
+        private long seed;
+        @Option(names = {"-o", "--output"}, required = true, description = "the .h5ad to write")
+        private Path output;
+
+        @Override
+        public Integer call() {
+            var spec = new dev.memfit.train.SyntheticAtlas.Spec(cells, genes, types, proportions,
+                    programGenes != null ? programGenes : Math.max(1, genes / 20), foldChange, meanExpression, dispersion, seed);
+            var atlas = dev.memfit.train.SyntheticAtlas.write(output, spec);
+            System.out.printf("wrote %s: %d cells x %d genes, %.1f%% non-zero, cells per type %s%n", output, cells, genes,
+                    100 * atlas.density(genes), java.util.Arrays.toString(atlas.typeCounts()));
             return 0;
         }
     }

@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Streams an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer: chunks are read in a per-epoch
  * random order on {@code threads} threads (each with its own file handle), and batches are drawn at random from the
  * cells in the buffer. Every cell is yielded once per epoch; the order differs every epoch (from the seed and the
- * epoch); memory is the buffer plus the chunks in flight, whatever the file size.
+ * epoch); memory is the buffer (with room for the chunks being read ahead, which readers write straight into free
+ * slots) and two batches, whatever the file size.
  */
 public final class H5adStream implements AutoCloseable {
 
@@ -48,7 +49,9 @@ public final class H5adStream implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment buffer;
     private final ConcurrentLinkedDeque<MemorySegment> batchBuffers = new ConcurrentLinkedDeque<>();
+    private final int slots;
     private final NativeMemory.Reservation reservation;
+    private EpochIterator active;
 
     private H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed) {
         try (H5ad probe = H5ad.open(file)) {
@@ -74,11 +77,18 @@ public final class H5adStream implements AutoCloseable {
             return opened;
         });
         long rowBytes = genes * Float.BYTES;
-        this.buffer = arena.allocate(Math.max(1, bufferCells * rowBytes), 64);
+        // the shuffle buffer's slots plus room for the chunks being read ahead, which readers fill in place
+        this.slots = Math.addExact(bufferCells, Math.multiplyExact(readDepth(), chunkSize));
+        this.buffer = arena.allocate(Math.max(1, slots * rowBytes), 64);
         for (int i = 0; i < 2; i++) {
             batchBuffers.add(arena.allocate(Math.max(1, batchSize * rowBytes), 64));
         }
-        this.reservation = NativeMemory.ALLOCATED.reserve(bufferCells * rowBytes + 2L * batchSize * rowBytes);
+        this.reservation = NativeMemory.ALLOCATED.reserve(bufferMemory());
+    }
+
+    /** Chunks read ahead: one per reader thread, at least two so that a read overlaps the buffer's draws. */
+    private int readDepth() {
+        return Math.max(2, threads);
     }
 
     /**
@@ -115,12 +125,13 @@ public final class H5adStream implements AutoCloseable {
     }
 
     /**
-     * The native memory the stream holds: the shuffle buffer and two batch buffers (chunks in flight come on top).
+     * The native memory the stream holds: the shuffle buffer, the chunks being read ahead and two batch buffers.
      *
      * @return bytes
      */
     public long bufferMemory() {
-        return bufferCells * genes * Float.BYTES + 2L * batchSize * genes * Float.BYTES;
+        long rowBytes = genes * Float.BYTES;
+        return bufferCells * rowBytes + (long) readDepth() * chunkSize * rowBytes + 2L * batchSize * rowBytes;
     }
 
     /**
@@ -133,22 +144,20 @@ public final class H5adStream implements AutoCloseable {
         return () -> new EpochIterator(epoch);
     }
 
-    private record Chunk(long first, int count, Arena arena, MemorySegment rows) {
-    }
-
-    private Chunk read(long first, int count) {
-        Arena chunkArena = Arena.ofShared();
-        MemorySegment rows = chunkArena.allocate(Math.max(1, count * genes * Float.BYTES), 64);
-        handle.get().readRows(first, count, rows);
-        return new Chunk(first, count, chunkArena, rows);
+    /** A chunk being read straight into reserved slots of the buffer. */
+    private record Pending(Future<?> read, long first, int[] slots) {
     }
 
     private final class EpochIterator implements Iterator<Batch> {
         private final long epoch;
         private final long[] chunkOrder;
-        private final ArrayDeque<Future<Chunk>> inFlight = new ArrayDeque<>();
+        private final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
         private final SplittableRandom random;
         private final long[] slotCell;
+        /** Buffer slots holding rows not yet drawn (first {@code live} entries) and free slots (a stack). */
+        private final int[] liveSlots;
+        private final int[] freeSlots;
+        private int free;
         private int nextChunk;
         private int live;
         private long returned;
@@ -160,27 +169,44 @@ public final class H5adStream implements AutoCloseable {
             long chunks = (cells + chunkSize - 1) / chunkSize;
             this.chunkOrder = new ShuffledSampler(chunks, seed).indices(epoch);
             this.random = ShuffledSampler.random(seed ^ 0x2545F4914F6CDD1DL, epoch);
-            this.slotCell = new long[bufferCells];
+            if (active != null) {
+                active.abandon();
+            }
+            active = this;
+            this.slotCell = new long[slots];
+            this.liveSlots = new int[slots];
+            this.freeSlots = new int[slots];
+            for (int slot = slots - 1; slot >= 0; slot--) {
+                freeSlots[free++] = slot;
+            }
             submitReads();
         }
 
+        /** Starts reads of the next chunks while slots are free for them (the slots are reserved until absorbed). */
         private void submitReads() {
-            // One chunk in flight per reader thread (at least two, so a read overlaps the buffer's draws).
-            int depth = Math.max(2, threads);
-            while (inFlight.size() < depth && nextChunk < chunkOrder.length) {
+            long rowBytes = genes * Float.BYTES;
+            while (inFlight.size() < readDepth() && nextChunk < chunkOrder.length && free >= chunkSize) {
                 long first = chunkOrder[nextChunk++] * chunkSize;
                 int count = (int) Math.min(chunkSize, cells - first);
-                inFlight.add(pool.submit(() -> read(first, count)));
+                int[] reserved = new int[count];
+                long[] offsets = new long[count];
+                for (int i = 0; i < count; i++) {
+                    reserved[i] = freeSlots[--free];
+                    offsets[i] = reserved[i] * rowBytes;
+                }
+                inFlight.add(new Pending(pool.submit(() -> handle.get().readRows(first, count, buffer, offsets)), first, reserved));
             }
         }
 
-        /** Moves finished chunks into the buffer while a whole chunk fits. */
+        /**
+         * Makes read chunks live while a whole chunk fits under the buffer size: waits on the oldest read, so which rows
+         * are live at each draw depends only on the seed and epoch, never on how fast the readers are.
+         */
         private void refill() {
-            long rowBytes = genes * Float.BYTES;
             while (!inFlight.isEmpty() && live + chunkSize <= bufferCells) {
-                Chunk chunk;
+                Pending chunk = inFlight.poll();
                 try {
-                    chunk = inFlight.poll().get();
+                    chunk.read().get();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new MemfitException("interrupted while streaming " + file, e);
@@ -188,14 +214,31 @@ public final class H5adStream implements AutoCloseable {
                     throw e.getCause() instanceof RuntimeException runtime ? runtime
                             : new MemfitException("streaming " + file + " failed: " + e.getCause(), e.getCause());
                 }
-                try (Arena done = chunk.arena()) {
-                    MemorySegment.copy(chunk.rows(), 0, buffer, live * rowBytes, chunk.count() * rowBytes);
-                    for (int i = 0; i < chunk.count(); i++) {
-                        slotCell[live + i] = chunk.first() + i;
-                    }
-                    live += chunk.count();
+                for (int i = 0; i < chunk.slots().length; i++) {
+                    int slot = chunk.slots()[i];
+                    slotCell[slot] = chunk.first() + i;
+                    liveSlots[live++] = slot;
                 }
                 submitReads();
+            }
+        }
+
+        /** Waits for the reads still in flight when an epoch is left early: they write into the shared buffer. */
+        private void abandon() {
+            for (Pending pending : inFlight) {
+                try {
+                    pending.read().get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new MemfitException("interrupted while streaming " + file, e);
+                } catch (ExecutionException e) {
+                    // the read failed; this epoch is being left anyway
+                }
+            }
+            inFlight.clear();
+            if (current != null) {
+                current.close();
+                current = null;
             }
         }
 
@@ -218,14 +261,15 @@ public final class H5adStream implements AutoCloseable {
             MemorySegment out = batchBuffers.pollFirst();
             long[] indices = new long[size];
             for (int i = 0; i < size; i++) {
-                int slot = random.nextInt(live);
+                int drawn = random.nextInt(live);
+                int slot = liveSlots[drawn];
                 indices[i] = slotCell[slot];
                 MemorySegment.copy(buffer, slot * rowBytes, out, i * rowBytes, rowBytes);
-                live--;
-                // The last live row takes the drawn row's slot, so live rows stay packed at the front.
-                MemorySegment.copy(buffer, live * rowBytes, buffer, slot * rowBytes, rowBytes);
-                slotCell[slot] = slotCell[live];
+                // swap-remove the slot's index (not its row) and free the slot for the next chunk
+                liveSlots[drawn] = liveSlots[--live];
+                freeSlots[free++] = slot;
             }
+            submitReads();
             returned += size;
             current = new Batch(epoch, number++, indices, out, out.asSlice(0, size * rowBytes), new Shape(size, genes),
                     DType.FLOAT32, batchBuffers::addFirst);

@@ -6,6 +6,17 @@ import io.jhdf.api.Attribute;
 import io.jhdf.api.Dataset;
 import io.jhdf.api.Group;
 import io.jhdf.api.Node;
+import io.jhdf.api.dataset.ContiguousDataset;
+import io.jhdf.object.datatype.FixedPoint;
+import io.jhdf.object.datatype.FloatingPoint;
+import dev.memfit.memory.NativeMemory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -31,20 +42,22 @@ public final class H5ad implements AutoCloseable {
     private final HdfFile hdf;
     private final long observations;
     private final long variables;
-    private final Dataset dense;
-    private final Dataset data;
-    private final Dataset indices;
+    private final Vector dense;
+    private final Vector data;
+    private final Vector indices;
     private final long[] indptr;
+    private final FileMapping mapping;
 
-    private H5ad(Path file, HdfFile hdf, long observations, long variables, Dataset dense, Dataset data, Dataset indices,
-                 long[] indptr) {
+    private H5ad(Path file, HdfFile hdf, long observations, long variables, FileMapping mapping, Dataset dense,
+                 Dataset data, Dataset indices, long[] indptr) {
         this.file = file;
         this.hdf = hdf;
         this.observations = observations;
         this.variables = variables;
-        this.dense = dense;
-        this.data = data;
-        this.indices = indices;
+        this.mapping = mapping;
+        this.dense = dense == null ? null : new Vector(file, hdf, mapping, dense);
+        this.data = data == null ? null : new Vector(file, hdf, mapping, data);
+        this.indices = indices == null ? null : new Vector(file, hdf, mapping, indices);
         this.indptr = indptr;
     }
 
@@ -73,7 +86,7 @@ public final class H5ad implements AutoCloseable {
                 if (dims.length != 2) {
                     throw new InvalidFileException(file, -1, "a two-dimensional X", "X of " + dims.length + " dimensions");
                 }
-                return new H5ad(file, hdf, dims[0], dims[1], matrix, null, null, null);
+                return new H5ad(file, hdf, dims[0], dims[1], FileMapping.of(file), matrix, null, null, null);
             }
             if (!(x instanceof Group group)) {
                 throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
@@ -103,7 +116,7 @@ public final class H5ad implements AutoCloseable {
                             "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
                 }
             }
-            return new H5ad(file, hdf, shape[0], shape[1], null, values, columns, pointers);
+            return new H5ad(file, hdf, shape[0], shape[1], FileMapping.of(file), null, values, columns, pointers);
         } catch (RuntimeException e) {
             hdf.close();
             throw e;
@@ -178,39 +191,57 @@ public final class H5ad implements AutoCloseable {
      * @param into at least {@code count * n_vars * 4} bytes; overwritten
      */
     public void readRows(long first, int count, MemorySegment into) {
+        long rowBytes = variables * Float.BYTES;
+        long[] offsets = new long[count];
+        for (int r = 0; r < count; r++) {
+            offsets[r] = r * rowBytes;
+        }
+        readRows(first, count, into, offsets);
+    }
+
+    /**
+     * Reads rows of X as dense float32 in the platform's byte order, each to its own place (a streaming shuffle
+     * buffer reads a chunk straight into its free slots this way, without an intermediate copy).
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param into the destination
+     * @param rowOffsets the byte offset in {@code into} of each row ({@code n_vars * 4} bytes each, overwritten)
+     */
+    public void readRows(long first, int count, MemorySegment into, long[] rowOffsets) {
         if (first < 0 || count < 0 || first + count > observations) {
             throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") outside [0, " + observations + ") of " + file);
         }
         long rowBytes = variables * Float.BYTES;
         if (!sparse()) {
-            Object block = dense.getData(new long[]{first, 0}, new int[]{count, Math.toIntExact(variables)});
+            float[] block = new float[Math.toIntExact(count * variables)];
+            dense.floats(first * variables, block.length, block);
             for (int r = 0; r < count; r++) {
-                Object row = Array.get(block, r);
-                for (int c = 0; c < variables; c++) {
-                    into.setAtIndex(ValueLayout.JAVA_FLOAT, r * variables + c, ((Number) Array.get(row, c)).floatValue());
-                }
+                MemorySegment.copy(block, Math.toIntExact(r * variables), into, ValueLayout.JAVA_FLOAT, rowOffsets[r],
+                        Math.toIntExact(variables));
             }
             return;
         }
-        into.asSlice(0, count * rowBytes).fill((byte) 0);
         long start = indptr[Math.toIntExact(first)];
         long end = indptr[Math.toIntExact(first + count)];
-        if (end == start) {
-            return;
-        }
         int n = Math.toIntExact(end - start);
-        Object values = data.getData(new long[]{start}, new int[]{n});
-        long[] columns = longs(indices.getData(new long[]{start}, new int[]{n}));
+        float[] values = new float[n];
+        long[] columns = new long[n];
+        data.floats(start, n, values);
+        indices.longs(start, n, columns);
         int k = 0;
         for (int r = 0; r < count; r++) {
             long rowEnd = indptr[Math.toIntExact(first + r + 1)];
+            long rowOffset = rowOffsets[r];
+            // zero each row just before its values go in, while it is in cache (one pass over the memory, not two)
+            into.asSlice(rowOffset, rowBytes).fill((byte) 0);
             for (long at = indptr[Math.toIntExact(first + r)]; at < rowEnd; at++, k++) {
                 long column = columns[k];
                 if (column < 0 || column >= variables) {
-                    throw new InvalidFileException(file, -1, "X/indices in [0, " + variables + ") (n_vars)",
+                    throw new InvalidFileException(file, indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
                             "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
                 }
-                into.setAtIndex(ValueLayout.JAVA_FLOAT, r * variables + column, ((Number) Array.get(values, k)).floatValue());
+                into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, values[k]);
             }
         }
     }
@@ -347,5 +378,137 @@ public final class H5ad implements AutoCloseable {
     @Override
     public void close() {
         hdf.close();
+        mapping.close();
+    }
+
+    /** The whole file mapped read-only, shared by the datasets that are stored contiguous and unfiltered. */
+    private static final class FileMapping implements AutoCloseable {
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment bytes;
+        private final NativeMemory.Reservation reservation;
+
+        private FileMapping(Path file) throws IOException {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+                bytes = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+                reservation = NativeMemory.MAPPED.reserve(channel.size());
+            }
+        }
+
+        static FileMapping of(Path file) {
+            try {
+                return new FileMapping(file);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot map " + file, e);
+            }
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+            reservation.close();
+        }
+    }
+
+    /**
+     * A one-dimensional numeric dataset read by ranges: straight from the mapping when it is stored contiguous and
+     * unfiltered (anndata's default), through jhdf's hyperslab reads otherwise (chunked or compressed files).
+     */
+    private static final class Vector {
+        private final Path file;
+        private final Dataset dataset;
+        private final MemorySegment mapped;
+        private final long address;
+        private final DType type;
+        private final ByteOrder order;
+
+        Vector(Path file, HdfFile hdf, FileMapping mapping, Dataset dataset) {
+            this.file = file;
+            this.dataset = dataset;
+            DType elementType = null;
+            ByteOrder byteOrder = ByteOrder.LITTLE_ENDIAN;
+            if (dataset.getDataType() instanceof FloatingPoint floating) {
+                elementType = floating.getSize() == 4 ? DType.FLOAT32 : floating.getSize() == 8 ? DType.FLOAT64 : null;
+                byteOrder = floating.getByteOrder();
+            } else if (dataset.getDataType() instanceof FixedPoint fixed) {
+                elementType = switch (fixed.getSize()) {
+                    case 1 -> fixed.isSigned() ? DType.INT8 : DType.UINT8;
+                    case 2 -> fixed.isSigned() ? DType.INT16 : DType.UINT16;
+                    case 4 -> fixed.isSigned() ? DType.INT32 : DType.UINT32;
+                    case 8 -> fixed.isSigned() ? DType.INT64 : DType.UINT64;
+                    default -> null;
+                };
+                byteOrder = fixed.getByteOrder();
+            }
+            if (elementType == null) {
+                throw new InvalidFileException(file, -1, "numeric values in " + dataset.getPath(), dataset.getDataType().toString());
+            }
+            this.type = elementType;
+            this.order = byteOrder;
+            long bytes = dataset.getSize() * (long) type.byteSize();
+            if (dataset instanceof ContiguousDataset contiguous && dataset.getFilters().isEmpty() && !dataset.isEmpty()) {
+                this.address = hdf.getUserBlockSize() + contiguous.getDataAddress();
+                if (address < 0 || address + bytes > mapping.bytes.byteSize()) {
+                    throw new InvalidFileException(file, address, dataset.getPath() + " (" + bytes + " bytes) inside the file",
+                            "data past the end of the " + mapping.bytes.byteSize() + "-byte file");
+                }
+                this.mapped = mapping.bytes.asSlice(address, bytes);
+            } else {
+                this.address = -1;
+                this.mapped = null;
+            }
+        }
+
+        long offsetOf(long element) {
+            return address < 0 ? -1 : address + element * type.byteSize();
+        }
+
+        void floats(long start, int n, float[] into) {
+            if (mapped != null && type == DType.FLOAT32) {
+                MemorySegment.copy(mapped, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), start * Float.BYTES, into, 0, n);
+            } else if (mapped != null) {
+                for (int i = 0; i < n; i++) {
+                    into[i] = (float) type.getDouble(mapped, (start + i) * type.byteSize(), order);
+                }
+            } else if (dataset.getDimensions().length == 2) {
+                // dense X, chunked or compressed: whole rows (start and n are multiples of the row length)
+                int columns = dataset.getDimensions()[1];
+                Object rows = dataset.getData(new long[]{start / columns, 0}, new int[]{n / columns, columns});
+                for (int r = 0; r < n / columns; r++) {
+                    Object row = Array.get(rows, r);
+                    for (int c = 0; c < columns; c++) {
+                        into[r * columns + c] = ((Number) Array.get(row, c)).floatValue();
+                    }
+                }
+            } else {
+                Object values = dataset.getData(new long[]{start}, new int[]{n});
+                if (values instanceof float[] floats) {
+                    System.arraycopy(floats, 0, into, 0, n);
+                } else {
+                    for (int i = 0; i < n; i++) {
+                        into[i] = ((Number) Array.get(values, i)).floatValue();
+                    }
+                }
+            }
+        }
+
+        void longs(long start, int n, long[] into) {
+            if (mapped != null && type == DType.INT64) {
+                MemorySegment.copy(mapped, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order), start * Long.BYTES, into, 0, n);
+            } else if (mapped != null && type == DType.INT32) {
+                ValueLayout.OfInt layout = ValueLayout.JAVA_INT_UNALIGNED.withOrder(order);
+                for (int i = 0; i < n; i++) {
+                    into[i] = mapped.get(layout, (start + i) * Integer.BYTES);
+                }
+            } else if (mapped != null) {
+                for (int i = 0; i < n; i++) {
+                    into[i] = (long) type.getDouble(mapped, (start + i) * type.byteSize(), order);
+                }
+            } else {
+                Object values = dataset.getData(new long[]{start}, new int[]{n});
+                for (int i = 0; i < n; i++) {
+                    into[i] = ((Number) Array.get(values, i)).longValue();
+                }
+            }
+        }
     }
 }

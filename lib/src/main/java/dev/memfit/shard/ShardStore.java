@@ -29,13 +29,16 @@ public final class ShardStore implements SampleSource {
 
     private final Path folder;
     private final List<NpySource> shards;
+    private final List<Path> shardFiles;
     private final long[] starts;
     private final long cells;
     private final GeneVocabulary vocabulary;
 
-    private ShardStore(Path folder, List<NpySource> shards, long[] starts, long cells, GeneVocabulary vocabulary) {
+    private ShardStore(Path folder, List<NpySource> shards, List<Path> shardFiles, long[] starts, long cells,
+                       GeneVocabulary vocabulary) {
         this.folder = folder;
         this.shards = shards;
+        this.shardFiles = shardFiles;
         this.starts = starts;
         this.cells = cells;
         this.vocabulary = vocabulary;
@@ -120,13 +123,15 @@ public final class ShardStore implements SampleSource {
         JsonNode metadata = metadata(folder);
         long genes = metadata.path("vocabulary").size();
         List<NpySource> shards = new ArrayList<>();
+        List<Path> files = new ArrayList<>();
         List<Long> starts = new ArrayList<>();
         long total = 0;
         try {
             for (JsonNode shard : metadata.path("shards")) {
                 checkShard(folder, shard, genes);
                 starts.add(total);
-                shards.add(NpySource.mapped(folder.resolve(shard.path("file").asText())));
+                files.add(folder.resolve(shard.path("file").asText()));
+                shards.add(NpySource.mapped(files.getLast()));
                 total += shard.path("cells").asLong();
             }
         } catch (RuntimeException e) {
@@ -135,8 +140,17 @@ public final class ShardStore implements SampleSource {
         }
         List<String> names = new ArrayList<>();
         metadata.path("vocabulary").forEach(name -> names.add(name.asText()));
-        return new ShardStore(folder, shards, starts.stream().mapToLong(Long::longValue).toArray(), total,
-                new GeneVocabulary(names));
+        return new ShardStore(folder, shards, List.copyOf(files), starts.stream().mapToLong(Long::longValue).toArray(),
+                total, new GeneVocabulary(names));
+    }
+
+    /**
+     * The shard {@code .npy} files, in order.
+     *
+     * @return the files
+     */
+    public List<Path> shardFiles() {
+        return shardFiles;
     }
 
     /**

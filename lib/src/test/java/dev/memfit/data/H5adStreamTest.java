@@ -69,8 +69,24 @@ class H5adStreamTest {
             }
             assertNotEquals(first, second, "a different order every epoch");
             assertEquals(first, order(again, 0, all), "same seed, same order, whatever the number of readers");
-            assertEquals((48 + 20) * 25L * 4, stream.bufferMemory());
+            // shuffle buffer 48 cells + 3 chunks of 16 read ahead (one per reader) + two batches of 10
+            assertEquals((48 + 3 * 16 + 2 * 10) * 25L * 4, stream.bufferMemory());
         }
         assertThrows(MemfitException.class, () -> H5adStream.open(file, 16, 8, 10, 1, 7), "buffer smaller than a chunk");
+    }
+
+    @Test
+    void anEpochLeftEarlyDoesNotStarveTheNext() {
+        try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
+             H5adStream stream = H5adStream.open(file, 16, 48, 10, 2, 7)) {
+            MemorySegment all = arena.allocate(203L * 25 * 4);
+            h5ad.readRows(0, 203, all);
+            var early = stream.epoch(0).iterator();
+            early.next();
+            early.next(); // reads still in flight hold chunk buffers
+            List<Long> next = order(stream, 1, all);
+            assertEquals(203, new HashSet<>(next).size(), "the next epoch still yields every cell once");
+            assertEquals(order(stream, 1, all), next, "and in its own order, unaffected by the abandoned epoch");
+        }
     }
 }

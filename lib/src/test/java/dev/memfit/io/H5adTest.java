@@ -45,6 +45,9 @@ class H5adTest {
                 x.indices = x.indices.astype(np.int64)
                 ad.AnnData(x, obs=obs, var=var).write_h5ad(d + '/csr64.h5ad')
                 ad.AnnData(dense, obs=obs, var=var).write_h5ad(d + '/dense.h5ad')
+                # chunked + gzip: read through jhdf rather than the mapping
+                ad.AnnData(sp.csr_matrix(dense), obs=obs, var=var).write_h5ad(d + '/csr-gzip.h5ad', compression='gzip')
+                ad.AnnData(dense.astype(np.float64), obs=obs, var=var).write_h5ad(d + '/dense-gzip.h5ad', compression='gzip')
                 np.save(d + '/dense.npy', dense)
                 import h5py
                 with h5py.File(d + '/csr64.h5ad', 'r') as f:
@@ -64,7 +67,7 @@ class H5adTest {
         for (float v : expected) {
             expectedSum += v;
         }
-        for (String name : List.of("csr32.h5ad", "csr64.h5ad", "dense.h5ad")) {
+        for (String name : List.of("csr32.h5ad", "csr64.h5ad", "dense.h5ad", "csr-gzip.h5ad", "dense-gzip.h5ad")) {
             try (H5ad h5ad = H5ad.open(dir.resolve(name)); Arena arena = Arena.ofConfined()) {
                 assertEquals(120, h5ad.observations(), name);
                 assertEquals(30, h5ad.variables(), name);
