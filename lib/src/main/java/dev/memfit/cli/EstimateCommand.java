@@ -20,7 +20,7 @@ import java.util.concurrent.Callable;
         description = "Estimate heap, native, mapped, device and page-cache memory of training on a file, and advise how to load it.")
 final class EstimateCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy, or particles (.mrcs, .txt, .star)")
+    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star)")
     private Path file;
 
     @Option(names = "--model-params", defaultValue = "0", description = "trainable parameters of the model")
@@ -54,6 +54,7 @@ final class EstimateCommand implements Callable<Integer> {
     public Integer call() {
         long samples;
         long sampleBytes;
+        String atlas = null;
         String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
         if (name.endsWith(".npy")) {
             NpyHeader header = Npy.readHeader(file);
@@ -64,8 +65,15 @@ final class EstimateCommand implements Callable<Integer> {
             ParticleStack stack = ParticleStack.open(file);
             samples = stack.size();
             sampleBytes = (long) stack.width() * stack.height() * Float.BYTES;
+        } else if (name.endsWith(".h5ad")) {
+            try (dev.memfit.io.H5ad h5ad = dev.memfit.io.H5ad.open(file)) {
+                samples = h5ad.observations();
+                sampleBytes = h5ad.variables() * Float.BYTES;
+                atlas = Advice.atlasText(h5ad.observations(), h5ad.variables(), h5ad.storedValues(), devices,
+                        Advice.Machine.current());
+            }
         } else {
-            throw new MemfitException(file + ": expected .npy, .mrcs, .mrc, .txt or .star");
+            throw new MemfitException(file + ": expected .npy, .h5ad, .mrcs, .mrc, .txt or .star");
         }
         MemoryEstimator.Optimizer kind;
         try {
@@ -103,6 +111,10 @@ final class EstimateCommand implements Callable<Integer> {
         System.out.println(estimate.table().printAll());
         System.out.println();
         System.out.println(Advice.of(estimate, dataBytes, machine).text());
+        if (atlas != null) {
+            System.out.println();
+            System.out.println("Single-cell atlas: " + atlas);
+        }
         return 0;
     }
 }

@@ -153,4 +153,70 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
         }
         return new Advice(strategy, threads, reduce, text.toString());
     }
+
+    /** Below this many cells, the single-cell guide keeps an atlas in memory. */
+    public static final long ATLAS_IN_MEMORY_CELLS = 500_000;
+    /** Above this many cells, the guide shards across several GPUs. */
+    public static final long ATLAS_MULTI_DEVICE_CELLS = 5_000_000;
+
+    /** How to train on a single-cell atlas. */
+    public enum AtlasStrategy {
+        /** Load X into memory (dense float32 or CSR). */
+        IN_MEMORY,
+        /** Convert once to memory-mapped shards (random access), or stream the {@code .h5ad} (no set-up). */
+        SHARD_OR_STREAM,
+        /** Shards, assigned whole to ranks by a distributed shard sampler. */
+        SHARDS_ACROSS_DEVICES
+    }
+
+    /**
+     * The sharding strategy for an {@code .h5ad} atlas, from the single-cell guide's thresholds (in memory below 500k
+     * cells, sharding or streaming from 500k to 5M, sharding over several GPUs beyond), corrected by this machine's
+     * RAM: an atlas whose dense rows do not fit in half the RAM is not loaded whole whatever its cell count.
+     *
+     * @param cells n_obs
+     * @param genes n_vars (or the vocabulary size after gene selection)
+     * @param storedValues non-zero values of X
+     * @param devices training devices available
+     * @param machine this machine
+     * @return the strategy
+     */
+    public static AtlasStrategy atlasStrategy(long cells, long genes, long storedValues, int devices, Machine machine) {
+        long dense = cells * genes * Float.BYTES;
+        long sparse = storedValues * (Float.BYTES + Integer.BYTES) + (cells + 1) * Long.BYTES;
+        if (cells > ATLAS_MULTI_DEVICE_CELLS && devices > 1) {
+            return AtlasStrategy.SHARDS_ACROSS_DEVICES;
+        }
+        if (cells <= ATLAS_IN_MEMORY_CELLS && Math.min(dense, sparse) <= IN_MEMORY_SHARE * machine.availableRam()) {
+            return AtlasStrategy.IN_MEMORY;
+        }
+        return AtlasStrategy.SHARD_OR_STREAM;
+    }
+
+    /**
+     * The strategy in words, with the sizes behind it.
+     *
+     * @param cells n_obs
+     * @param genes n_vars
+     * @param storedValues non-zero values of X
+     * @param devices training devices
+     * @param machine this machine
+     * @return a paragraph
+     */
+    public static String atlasText(long cells, long genes, long storedValues, int devices, Machine machine) {
+        long dense = cells * genes * Float.BYTES;
+        long sparse = storedValues * (Float.BYTES + Integer.BYTES) + (cells + 1) * Long.BYTES;
+        String sizes = String.format(Locale.ROOT, "%,d cells x %,d genes: %s as dense float32, %s as CSR; RAM available %s.",
+                cells, genes, MemoryEstimator.human(dense), MemoryEstimator.human(sparse), MemoryEstimator.human(machine.availableRam()));
+        return sizes + " " + switch (atlasStrategy(cells, genes, storedValues, devices, machine)) {
+            case IN_MEMORY -> "Small atlas: load X into memory (CSR if dense rows do not fit) and sample freely.";
+            case SHARD_OR_STREAM -> "Between the in-memory and multi-GPU regimes (or too big for this RAM): convert once "
+                    + "with `memfit shard` to memory-mapped shards for random access and weighted sampling over many "
+                    + "epochs, or stream the .h5ad through a shuffle buffer (H5adStream) for one or two epochs with no set-up. "
+                    + "Select genes first (`memfit preprocess --hvg`) to shrink every row.";
+            case SHARDS_ACROSS_DEVICES -> String.format(Locale.ROOT, "Large atlas and %d devices: shard it and give each "
+                    + "rank whole shards (DistributedShardSampler: rank r takes shards r, r+%d, ...), so each rank reads only "
+                    + "its own files.", devices, devices);
+        };
+    }
 }

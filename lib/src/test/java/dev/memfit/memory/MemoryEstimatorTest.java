@@ -91,6 +91,21 @@ class MemoryEstimatorTest {
     }
 
     /** Native bytes memfit holds and live heap, measured while an epoch is under way, against the estimate. */
+    @Test
+    void atlasStrategyFollowsTheSingleCellGuide() {
+        long gb = 1L << 30;
+        Advice.Machine big = new Advice.Machine(512 * gb, 32 * gb, -1, -1);
+        // 10% dense CSR of 2,000 genes: 200 values of 8 bytes per cell
+        assertEquals(Advice.AtlasStrategy.IN_MEMORY, Advice.atlasStrategy(400_000, 2000, 400_000L * 200, 1, big));
+        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(600_000, 2000, 600_000L * 200, 1, big));
+        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 1, big));
+        assertEquals(Advice.AtlasStrategy.SHARDS_ACROSS_DEVICES, Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 4, big));
+        // a small atlas on a small machine: 400k cells of 30,000 genes at 30% is 29 GB of CSR, more than half of 16 GB
+        Advice.Machine small = new Advice.Machine(16 * gb, 4 * gb, -1, -1);
+        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(400_000, 30_000, 400_000L * 9000, 1, small));
+        assertTrue(Advice.atlasText(8_000_000, 2000, 1, 4, big).contains("rank r takes shards r, r+4"));
+    }
+
     private static void assertWithin15Percent(String what, long estimated, long measured) {
         double ratio = measured / (double) estimated;
         assertTrue(ratio > 0.85 && ratio < 1.15, what + ": estimated " + estimated + ", measured " + measured
