@@ -136,6 +136,8 @@ public final class ShardWriter {
             try {
                 JsonNode existing = JSON.readTree(file.toFile());
                 boolean same = existing.path("source").asText().equals(input.toAbsolutePath().toString())
+                        && existing.path("source_bytes").asLong(-1) == Files.size(input)
+                        && existing.path("source_modified").asText().equals(Files.getLastModifiedTime(input).toString())
                         && existing.path("shard_size").asLong() == shardSize && existing.path("cells").asLong() == cells
                         && JSON.convertValue(existing.path("vocabulary"), java.util.List.class).equals(genes.genes());
                 if (same && existing instanceof ObjectNode object) {
@@ -159,6 +161,13 @@ public final class ShardWriter {
         ObjectNode metadata = JSON.createObjectNode();
         metadata.put("format_version", 1);
         metadata.put("source", input.toAbsolutePath().toString());
+        try {
+            // a source rewritten since (same name, new contents) must not resume onto the old shards
+            metadata.put("source_bytes", Files.size(input));
+            metadata.put("source_modified", Files.getLastModifiedTime(input).toString());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + input, e);
+        }
         metadata.put("cells", cells);
         metadata.put("shard_size", shardSize);
         metadata.put("dtype", "float32");

@@ -118,6 +118,27 @@ class ShardsTest {
     }
 
     @Test
+    void aRewrittenSourceIsConvertedAgainNotResumed() throws IOException {
+        Path source = dir.resolve("rewritten.h5ad");
+        Path out = dir.resolve("rewritten-shards");
+        dev.memfit.train.SyntheticAtlas.write(source, dev.memfit.train.SyntheticAtlas.Spec.imbalanced(90, 12, 1));
+        ShardWriter.write(source, out, 40, null);
+        // same name, same shape, new contents (another seed), as a notebook re-run with other parameters does
+        dev.memfit.train.SyntheticAtlas.write(source, dev.memfit.train.SyntheticAtlas.Spec.imbalanced(90, 12, 2));
+        Files.setLastModifiedTime(source, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() + 5_000));
+        assertEquals(3, ShardWriter.write(source, out, 40, null).written(), "all shards rewritten");
+        try (ShardStore store = ShardStore.open(out); H5ad h5ad = H5ad.open(source); Arena arena = Arena.ofConfined()) {
+            MemorySegment expected = arena.allocate(90L * 12 * 4);
+            MemorySegment found = arena.allocate(90L * 12 * 4);
+            h5ad.readRows(0, 90, expected);
+            for (long i = 0; i < 90; i++) {
+                store.read(i, found.asSlice(i * 48, 48));
+            }
+            assertEquals(-1, found.mismatch(expected), "the shards hold the new contents");
+        }
+    }
+
+    @Test
     void validationNamesWhatIsWrong() throws IOException {
         Path out = dir.resolve("broken");
         ShardWriter.write(input, out, 50, null);
