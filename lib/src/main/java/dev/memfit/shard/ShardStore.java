@@ -7,6 +7,7 @@ import dev.memfit.MemfitException;
 import dev.memfit.data.NpySource;
 import dev.memfit.data.SampleSource;
 import dev.memfit.io.DType;
+import dev.memfit.io.NpyArray;
 import dev.memfit.io.InvalidFileException;
 import dev.memfit.io.Npy;
 import dev.memfit.io.NpyHeader;
@@ -184,6 +185,28 @@ public final class ShardStore implements SampleSource {
     @Override
     public DType dtype() {
         return DType.FLOAT32;
+    }
+
+    @Override
+    public void readBatch(long[] indices, MemorySegment into) {
+        long rowBytes = sampleBytes();
+        for (int i = 0; i < indices.length; i++) {
+            long index = indices[i];
+            if (index < 0 || index >= cells) {
+                throw new IndexOutOfBoundsException("cell " + index + " outside [0, " + cells + ") of " + folder);
+            }
+            int shard = Arrays.binarySearch(starts, index);
+            if (shard < 0) {
+                shard = -shard - 2;
+            }
+            NpyArray array = shards.get(shard).array();
+            if (array.isRowContiguousNative()) {
+                // shards are float32 C order in the platform's byte order: one copy straight from the mapping
+                MemorySegment.copy(array.data(), (index - starts[shard]) * rowBytes, into, i * rowBytes, rowBytes);
+            } else {
+                array.copyRows(index - starts[shard], 1, into, i * rowBytes);
+            }
+        }
     }
 
     @Override
