@@ -68,6 +68,9 @@ public final class H5ad implements AutoCloseable {
      * @return the reader, to be closed
      */
     public static H5ad open(Path file) {
+        if (!java.nio.file.Files.isRegularFile(file)) {
+            throw new InvalidFileException(file, -1, "an .h5ad file", "no such file");
+        }
         HdfFile hdf;
         try {
             hdf = new HdfFile(file);
