@@ -271,7 +271,7 @@ public final class H5adWriter implements AutoCloseable {
         }
     }
 
-    /** Strings as anndata stores them: categories in first-seen order sorted, and small integer codes (-1 for null). */
+    /** Strings as anndata stores them: the distinct values sorted as categories, and small integer codes (-1 for null). */
     private static void categorical(Hdf5Writer.Group group, String[] labels) {
         String[] categories = Arrays.stream(labels).filter(java.util.Objects::nonNull).distinct().sorted().toArray(String[]::new);
         Map<String, Integer> code = new LinkedHashMap<>();
