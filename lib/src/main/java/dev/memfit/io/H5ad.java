@@ -226,57 +226,42 @@ public final class H5ad implements AutoCloseable {
             return;
         }
         long start = indptr[Math.toIntExact(first)];
-        long end = indptr[Math.toIntExact(first + count)];
-        if (data.mapped != null && data.type == DType.FLOAT32 && indices.mapped != null
-                && (indices.type == DType.INT32 || indices.type == DType.INT64)) {
-            scatterMapped(first, count, into, rowOffsets);
-            return;
-        }
-        int n = Math.toIntExact(end - start);
-        float[] values = new float[n];
-        long[] columns = new long[n];
-        data.floats(start, n, values);
-        indices.longs(start, n, columns);
-        int k = 0;
+        int n = Math.toIntExact(indptr[Math.toIntExact(first + count)] - start);
+        Window values = data.window(start, n, DType.FLOAT32);
+        Window columns = indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
+        // locals, not record accessors, in the loop: this is the hot path of streaming and sharding
+        MemorySegment valueBytes = values.values();
+        MemorySegment columnBytes = columns.values();
+        ValueLayout.OfFloat valueLayout = values.floatLayout();
+        ValueLayout.OfInt narrow = columns.intLayout();
+        ValueLayout.OfLong wide = columns.longLayout();
+        boolean isWide = wide != null;
+        long valueFirst = values.first();
+        long columnFirst = columns.first();
         for (int r = 0; r < count; r++) {
             long rowEnd = indptr[Math.toIntExact(first + r + 1)];
             long rowOffset = rowOffsets[r];
             // zero each row just before its values go in, while it is in cache (one pass over the memory, not two)
             into.asSlice(rowOffset, rowBytes).fill((byte) 0);
-            for (long at = indptr[Math.toIntExact(first + r)]; at < rowEnd; at++, k++) {
-                long column = columns[k];
+            for (long at = indptr[Math.toIntExact(first + r)]; at < rowEnd; at++) {
+                long column = isWide ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
+                        : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
                 if (column < 0 || column >= variables) {
                     throw new InvalidFileException(file, indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
                             "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
                 }
-                into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, values[k]);
+                into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
             }
         }
     }
 
-    /** The common case, read in place from the mapping: no copy of the stored values, no garbage per chunk. */
-    private void scatterMapped(long first, int count, MemorySegment into, long[] rowOffsets) {
-        long rowBytes = variables * Float.BYTES;
-        ValueLayout.OfFloat valueLayout = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(data.order);
-        ValueLayout.OfInt intLayout = ValueLayout.JAVA_INT_UNALIGNED.withOrder(indices.order);
-        ValueLayout.OfLong longLayout = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(indices.order);
-        boolean wide = indices.type == DType.INT64;
-        MemorySegment values = data.mapped;
-        MemorySegment columns = indices.mapped;
-        for (int r = 0; r < count; r++) {
-            long rowOffset = rowOffsets[r];
-            // zero each row just before its values go in, while it is in cache (one pass over the memory, not two)
-            into.asSlice(rowOffset, rowBytes).fill((byte) 0);
-            long rowEnd = indptr[Math.toIntExact(first + r + 1)];
-            for (long at = indptr[Math.toIntExact(first + r)]; at < rowEnd; at++) {
-                long column = wide ? columns.get(longLayout, at * Long.BYTES) : columns.get(intLayout, at * Integer.BYTES);
-                if (column < 0 || column >= variables) {
-                    throw new InvalidFileException(file, indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
-                            "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
-                }
-                into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, values.get(valueLayout, at * Float.BYTES));
-            }
-        }
+    /**
+     * Stored values of one dataset, element {@code i} of the dataset at index {@code i - first} of {@code values}:
+     * the whole mapping ({@code first} 0) when the file stores them as wanted (no copy, no garbage per chunk), else a
+     * heap copy of the run asked for, read through jhdf and converted. One layout is set, the others are null.
+     */
+    private record Window(MemorySegment values, long first, ValueLayout.OfFloat floatLayout, ValueLayout.OfInt intLayout,
+                          ValueLayout.OfLong longLayout) {
     }
 
     /** Receives consecutive rows of X as dense float32. */
@@ -491,6 +476,28 @@ public final class H5ad implements AutoCloseable {
             }
         }
 
+        /**
+         * Elements {@code [start, start + n)} as float32 values or as int32/int64 indices ({@code as}): in place in
+         * the mapping when stored that way, else read and converted to float32 or int64 on the heap.
+         */
+        Window window(long start, int n, DType as) {
+            if (mapped != null && type == as) {
+                return switch (as) {
+                    case FLOAT32 -> new Window(mapped, 0, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), null, null);
+                    case INT32 -> new Window(mapped, 0, null, ValueLayout.JAVA_INT_UNALIGNED.withOrder(order), null);
+                    default -> new Window(mapped, 0, null, null, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order));
+                };
+            }
+            if (as == DType.FLOAT32) {
+                float[] copy = new float[n];
+                floats(start, n, copy);
+                return new Window(MemorySegment.ofArray(copy), start, ValueLayout.JAVA_FLOAT, null, null);
+            }
+            long[] copy = new long[n];
+            longs(start, n, copy);
+            return new Window(MemorySegment.ofArray(copy), start, null, null, ValueLayout.JAVA_LONG);
+        }
+
         long offsetOf(long element) {
             return address < 0 ? -1 : address + element * type.byteSize();
         }
@@ -524,15 +531,9 @@ public final class H5ad implements AutoCloseable {
             }
         }
 
+        /** Converts to int64; int32 and int64 stored in the mapping are read in place by {@link #window} instead. */
         void longs(long start, int n, long[] into) {
-            if (mapped != null && type == DType.INT64) {
-                MemorySegment.copy(mapped, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order), start * Long.BYTES, into, 0, n);
-            } else if (mapped != null && type == DType.INT32) {
-                ValueLayout.OfInt layout = ValueLayout.JAVA_INT_UNALIGNED.withOrder(order);
-                for (int i = 0; i < n; i++) {
-                    into[i] = mapped.get(layout, (start + i) * Integer.BYTES);
-                }
-            } else if (mapped != null) {
+            if (mapped != null) {
                 for (int i = 0; i < n; i++) {
                     into[i] = (long) type.getDouble(mapped, (start + i) * type.byteSize(), order);
                 }
