@@ -7,10 +7,8 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -232,11 +230,7 @@ public final class H5adWriter implements AutoCloseable {
             }
             hdf.close();
             indices.close();
-            try {
-                Files.move(temporary, output, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, output, StandardCopyOption.REPLACE_EXISTING);
-            }
+            AtomicMove.replace(temporary, output);
             done = true;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot finish " + output, e);

@@ -8,10 +8,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 
@@ -128,11 +126,7 @@ public final class MappedFileWriter implements AutoCloseable {
             if (Files.getFileStore(temporary).supportsFileAttributeView("posix")) {
                 Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString("rw-r--r--"));
             }
-            try {
-                Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, target, StandardCopyOption.REPLACE_EXISTING);
-            }
+            AtomicMove.replace(temporary, target);
             committed = true;
             closed = true;
             return target;

@@ -12,10 +12,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.reflect.Array;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -86,11 +84,7 @@ public final class Pack {
                 hdf.putDataset(PackedFile.NAMES, names);
             }
             long packedChecksum = verify(temporary, set.size(), shape, List.of(names), sourceChecksum.getValue());
-            try {
-                Files.move(temporary, output, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, output, StandardCopyOption.REPLACE_EXISTING);
-            }
+            AtomicMove.replace(temporary, output);
             return new Result(output, n, Files.size(output), packedChecksum);
         } catch (IOException e) {
             deleteQuietly(temporary);

@@ -7,10 +7,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32C;
 
@@ -85,11 +83,7 @@ public final class Scratch {
                 throw new MemfitException(target + ": the copy of " + source + " does not match it (CRC32C "
                         + Long.toHexString(copied) + " vs " + Long.toHexString(crc.getValue()) + "); nothing was kept");
             }
-            try {
-                Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, target, StandardCopyOption.REPLACE_EXISTING);
-            }
+            AtomicMove.replace(temporary, target);
             return new Copy(target, size, copied, false);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot copy " + source + " to " + scratchFolder, e);

@@ -8,6 +8,7 @@ import dev.memfit.MemfitException;
 import dev.memfit.Progress;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
+import dev.memfit.io.AtomicMove;
 import dev.memfit.io.DType;
 import dev.memfit.io.InvalidFileException;
 import dev.memfit.io.Npy;
@@ -19,10 +20,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
@@ -210,11 +209,7 @@ public final class FeatureCache {
             record.put("created", Instant.now().toString());
             Path temporary = directory.resolve("." + manifest.getFileName() + ".partial");
             Files.writeString(temporary, JSON.writeValueAsString(record));
-            try {
-                Files.move(temporary, manifest, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, manifest, StandardCopyOption.REPLACE_EXISTING);
-            }
+            AtomicMove.replace(temporary, manifest);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + manifest, e);
         }

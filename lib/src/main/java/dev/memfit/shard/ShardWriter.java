@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.MemfitException;
 import dev.memfit.Progress;
+import dev.memfit.io.AtomicMove;
 import dev.memfit.io.DType;
 import dev.memfit.io.H5ad;
 import dev.memfit.io.Npy;
@@ -24,10 +25,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.zip.CRC32C;
@@ -207,7 +206,7 @@ public final class ShardWriter {
                 writer.write(Math.toIntExact(row));
             }
         }
-        move(temporary, target);
+        AtomicMove.replace(temporary, target);
     }
 
     static long checksum(Path npy) {
@@ -225,14 +224,6 @@ public final class ShardWriter {
     private static void writeAtomically(Path target, JsonNode content) throws IOException {
         Path temporary = target.resolveSibling("." + target.getFileName() + ".partial");
         Files.writeString(temporary, JSON.writeValueAsString(content));
-        move(temporary, target);
-    }
-
-    private static void move(Path from, Path to) throws IOException {
-        try {
-            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(from, to, StandardCopyOption.REPLACE_EXISTING);
-        }
+        AtomicMove.replace(temporary, target);
     }
 }
