@@ -7,7 +7,6 @@ import dev.memfit.MemfitException;
 import dev.memfit.data.NpySource;
 import dev.memfit.data.SampleSource;
 import dev.memfit.io.DType;
-import dev.memfit.io.NpyArray;
 import dev.memfit.io.InvalidFileException;
 import dev.memfit.io.Npy;
 import dev.memfit.io.NpyHeader;
@@ -191,34 +190,24 @@ public final class ShardStore implements SampleSource {
     public void readBatch(long[] indices, MemorySegment into) {
         long rowBytes = sampleBytes();
         for (int i = 0; i < indices.length; i++) {
-            long index = indices[i];
-            if (index < 0 || index >= cells) {
-                throw new IndexOutOfBoundsException("cell " + index + " outside [0, " + cells + ") of " + folder);
-            }
-            int shard = Arrays.binarySearch(starts, index);
-            if (shard < 0) {
-                shard = -shard - 2;
-            }
-            NpyArray array = shards.get(shard).array();
-            if (array.isRowContiguousNative()) {
-                // shards are float32 C order in the platform's byte order: one copy straight from the mapping
-                MemorySegment.copy(array.data(), (index - starts[shard]) * rowBytes, into, i * rowBytes, rowBytes);
-            } else {
-                array.copyRows(index - starts[shard], 1, into, i * rowBytes);
-            }
+            int shard = shardOf(indices[i]);
+            // straight from the shard's mapping: one copy per row, no slice or view per row
+            shards.get(shard).array().copyRows(indices[i] - starts[shard], 1, into, i * rowBytes);
         }
     }
 
     @Override
     public void read(long index, MemorySegment into) {
+        int shard = shardOf(index);
+        shards.get(shard).read(index - starts[shard], into);
+    }
+
+    private int shardOf(long index) {
         if (index < 0 || index >= cells) {
             throw new IndexOutOfBoundsException("cell " + index + " outside [0, " + cells + ") of " + folder);
         }
         int shard = Arrays.binarySearch(starts, index);
-        if (shard < 0) {
-            shard = -shard - 2;
-        }
-        shards.get(shard).read(index - starts[shard], into);
+        return shard >= 0 ? shard : -shard - 2;
     }
 
     @Override
