@@ -73,11 +73,11 @@ public final class Preprocess {
             throw new MemfitException("the output " + output + " would replace the input; choose another name");
         }
         try (H5ad h5ad = H5ad.open(input)) {
-            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum);
+            double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
+            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals);
             int[] keep = statistics.selected();
             String[] keptNames = Arrays.stream(keep).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
             int genes = Math.toIntExact(h5ad.variables());
-            float[] totals = new float[Math.toIntExact(h5ad.observations())];
             try (H5adWriter writer = H5adWriter.create(output, keptNames);
                  Progress progress = Progress.bar("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
                 h5ad.forEachChunk((first, count, rows) -> {
@@ -87,8 +87,7 @@ public final class Preprocess {
                     int k = 0;
                     for (int r = 0; r < count; r++) {
                         long base = (long) r * genes;
-                        double total = rowTotal(rows, base, genes);
-                        totals[Math.toIntExact(first + r)] = (float) total;
+                        double total = cellTotals[Math.toIntExact(first + r)];   // summed in pass one
                         double scale = total > 0 ? targetSum / total : 0;
                         for (int j = 0; j < keep.length; j++) {
                             float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + keep[j]);
@@ -103,11 +102,15 @@ public final class Preprocess {
                     progress.step(count);
                 });
                 String[] cellNames = h5ad.index("obs");
-                if (cellNames.length == totals.length) {
+                if (cellNames.length == cellTotals.length) {
                     writer.cellNames(cellNames);
                 }
                 for (Map.Entry<String, Object> column : h5ad.columns("obs").entrySet()) {
                     writer.obs(column.getKey(), column.getValue());
+                }
+                float[] totals = new float[cellTotals.length];
+                for (int c = 0; c < totals.length; c++) {
+                    totals[c] = (float) cellTotals[c];
                 }
                 writer.obs("n_counts_raw", totals);
                 writer.var("highly_variable", fill(keep.length))
@@ -129,6 +132,11 @@ public final class Preprocess {
      * @return the statistics
      */
     public static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum) {
+        return statistics(h5ad, highlyVariable, targetSum, new double[Math.toIntExact(h5ad.observations())]);
+    }
+
+    /** Pass one, also keeping each cell's total count for pass two. */
+    private static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum, double[] cellTotals) {
         int genes = Math.toIntExact(h5ad.variables());
         long cells = h5ad.observations();
         double[] sum = new double[genes];
@@ -138,6 +146,7 @@ public final class Preprocess {
                 for (int r = 0; r < count; r++) {
                     long base = (long) r * genes;
                     double total = rowTotal(rows, base, genes);
+                    cellTotals[Math.toIntExact(first + r)] = total;
                     if (total <= 0) {
                         continue;
                     }
