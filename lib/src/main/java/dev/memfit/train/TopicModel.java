@@ -255,7 +255,6 @@ public final class TopicModel {
             super(50, 0.01f);
         }
 
-
         @Override
         protected Builder self() {
             return this;
@@ -287,10 +286,6 @@ public final class TopicModel {
             this.topics = k;
             return this;
         }
-
-
-
-
 
         /**
          * Validates and builds.
