@@ -53,11 +53,11 @@ memfit_system_packages() {
     fi
 }
 
-# Builds lib/ and the kernel when a source is newer than the jars (or they are missing).
+# Builds the modules under lib/ and the kernel when a source is newer than the jars (or they are missing).
 memfit_build() {
-    local jar="$MEMFIT_ROOT/lib/target/memfit.jar" kernel="$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar"
-    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -z "$(find "$MEMFIT_ROOT/lib/src/main" "$MEMFIT_ROOT/environment/kernel/src" \
-            "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT/lib/pom.xml" "$MEMFIT_ROOT/environment/kernel/pom.xml" \
+    local jar="$MEMFIT_ROOT/lib/cli/target/memfit-cli.jar" kernel="$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar"
+    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -z "$(find "$MEMFIT_ROOT"/lib/*/src/main "$MEMFIT_ROOT/environment/kernel/src" \
+            "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT"/lib/*/pom.xml "$MEMFIT_ROOT/environment/kernel/pom.xml" \
             -newer "$jar" -type f 2>/dev/null | head -n 1)" ]; then
         return 0
     fi
@@ -65,8 +65,10 @@ memfit_build() {
     (cd "$MEMFIT_ROOT" && ./mvnw -q -B -DskipTests package) || memfit_die "build failed: run ./mvnw -B package to see why"
 }
 
+# The CLI's and the kernel's class path: the library, the benchmarks and scenarios, and their dependencies
+# (lib/cli/target/lib, filled by the build). ND4J interop (lib/nd4j) is not on it: add its jars to use it.
 memfit_classpath() {
-    echo "$MEMFIT_ROOT/lib/target/memfit.jar:$MEMFIT_ROOT/lib/target/lib/*"
+    echo "$MEMFIT_ROOT/lib/cli/target/memfit-cli.jar:$MEMFIT_ROOT/lib/cli/target/lib/*"
 }
 
 memfit_java_options() {
@@ -96,7 +98,7 @@ LAUNCH
   "language": "java",
   "interrupt_mode": "message",
   "env": {
-    "RJK_CLASSPATH": "$MEMFIT_ROOT/lib/target/memfit.jar;$MEMFIT_ROOT/lib/target/lib/*.jar",
+    "RJK_CLASSPATH": "$MEMFIT_ROOT/lib/cli/target/lib/*.jar",
     "DJL_OFFLINE": "true",
     "OPT_OUT_TRACKING": "true",
     "MEMFIT_HOME": "$MEMFIT_ROOT"

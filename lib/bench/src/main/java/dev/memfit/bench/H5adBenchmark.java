@@ -1,0 +1,318 @@
+package dev.memfit.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.data.Batch;
+import dev.memfit.data.Datasets;
+import dev.memfit.data.H5adStream;
+import dev.memfit.data.Loader;
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.memory.MemoryProbe;
+import dev.memfit.memory.MemoryTimeline;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.shard.ShardWriter;
+import dev.memfit.synthetic.SyntheticAtlas;
+import org.apache.commons.rng.UniformRandomProvider;
+import org.apache.commons.rng.sampling.CombinationSampler;
+import org.apache.commons.rng.simple.RandomSource;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Single-cell atlas benchmarks, side by side in one run: a streaming pass over an {@code .h5ad} (memfit's
+ * {@link H5adStream} vs anndata's backed {@code chunked_X}), random batches read from the {@code .h5ad} directly
+ * (memfit vs anndata backed indexing) and from shards (memfit's loader vs a C mmap+memcpy gather of rows of the same
+ * size), and shard conversion (cells/s and peak memory of a separate JVM, for two file sizes).
+ */
+public final class H5adBenchmark {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /**
+     * What to measure.
+     *
+     * @param file the atlas ({@code .h5ad}, created if missing)
+     * @param cells cells when creating it
+     * @param genes genes when creating it
+     * @param chunkSize cells per streamed chunk
+     * @param batchSize cells per random batch
+     * @param shardSize cells per shard
+     * @param randomBatches random batches read from the {@code .h5ad} directly
+     * @param epochs epochs over the shards (the first is not counted)
+     * @param threads loader thread counts to measure
+     * @param seed the seed
+     * @param baselines whether to run anndata and C
+     */
+    public record Settings(Path file, long cells, int genes, int chunkSize, int batchSize, long shardSize,
+                           int randomBatches, int epochs, List<Integer> threads, long seed, boolean baselines) {
+    }
+
+    /**
+     * One measurement.
+     *
+     * @param task what was done
+     * @param method who did it
+     * @param threads threads used (0 when not applicable)
+     * @param cellsPerSecond throughput
+     * @param gigabytesPerSecond throughput in dense float32 bytes delivered
+     * @param peakMegabytes peak resident memory of the process, when measured (else 0); includes the page-cache
+     *                      pages of files it mapped, which the kernel can drop
+     * @param peakAnonymousMegabytes peak anonymous resident memory (heap, native buffers), sampled every 20 ms
+     */
+    public record Row(String task, String method, int threads, double cellsPerSecond, double gigabytesPerSecond,
+                      double peakMegabytes, double peakAnonymousMegabytes) {
+    }
+
+    private H5adBenchmark() {
+    }
+
+    /**
+     * Runs everything.
+     *
+     * @param settings the settings
+     * @return the rows, memfit first within each task
+     */
+    public static List<Row> run(Settings settings) {
+        Path file = settings.file();
+        if (!Files.exists(file)) {
+            SyntheticAtlas.write(file, SyntheticAtlas.Spec.imbalanced(settings.cells(), settings.genes(), settings.seed()));
+        }
+        long cells;
+        long genes;
+        try (H5ad h5ad = H5ad.open(file)) {
+            cells = h5ad.observations();
+            genes = h5ad.variables();
+        }
+        long rowBytes = genes * Float.BYTES;
+        LoaderBenchmark.warmPageCache(file);
+        List<Row> rows = new ArrayList<>();
+
+        for (int threads : settings.threads()) {
+            double seconds = streamPass(file, settings, threads);
+            rows.add(new Row("stream pass over .h5ad", "memfit H5adStream", threads, cells / seconds, cells * rowBytes / seconds / 1e9, 0, 0));
+        }
+        if (settings.baselines() && Baselines.pythonHas("anndata")) {
+            anndata(file, "stream", Integer.toString(settings.chunkSize())).ifPresent(json -> rows.add(new Row(
+                    "stream pass over .h5ad", "anndata backed chunked_X(" + settings.chunkSize() + ")", 1,
+                    json.get("cells_per_s").asDouble(), json.get("cells_per_s").asDouble() * rowBytes / 1e9, 0, 0)));
+        }
+
+        double direct = randomFromH5ad(file, settings);
+        rows.add(new Row("random batches from .h5ad", "memfit H5ad.readRows", 1, direct, direct * rowBytes / 1e9, 0, 0));
+        if (settings.baselines() && Baselines.pythonHas("anndata")) {
+            anndata(file, "random", Integer.toString(settings.batchSize()), Integer.toString(settings.randomBatches()),
+                    Long.toString(settings.seed())).ifPresent(json -> rows.add(new Row("random batches from .h5ad",
+                    "anndata backed X[idx]", 1, json.get("cells_per_s").asDouble(),
+                    json.get("cells_per_s").asDouble() * rowBytes / 1e9, 0, 0)));
+        }
+
+        Path work = file.toAbsolutePath().getParent().resolve(file.getFileName() + ".bench");
+        Path half = work.resolve("half.h5ad");
+        if (!Files.exists(half)) {
+            SyntheticAtlas.write(half, SyntheticAtlas.Spec.imbalanced(Math.max(1, cells / 2), (int) genes, settings.seed()));
+        }
+        for (Path input : List.of(half, file)) {
+            Path shards = work.resolve(input == file ? "shards" : "shards-half");
+            JsonNode json = convertInChildJvm(input, shards, settings.shardSize());
+            long n = json.get("cells").asLong();
+            rows.add(new Row(String.format("shard conversion, %d cells (%.0f MB .h5ad)", n, size(input) / 1e6),
+                    "memfit shard (JVM -Xmx512m)", 1, n / json.get("seconds").asDouble(),
+                    n * rowBytes / json.get("seconds").asDouble() / 1e9, json.get("peak_rss_mb").asDouble(),
+                    json.get("peak_rss_anon_mb").asDouble()));
+        }
+
+        Path shards = work.resolve("shards");
+        try (ShardStore store = ShardStore.open(shards)) {
+            for (Path shard : store.shardFiles()) {
+                LoaderBenchmark.warmPageCache(shard);
+            }
+            for (int threads : settings.threads()) {
+                double perSecond = randomFromShards(store, settings, threads);
+                rows.add(new Row("random batches from shards", "memfit loader over ShardStore", threads, perSecond,
+                        perSecond * rowBytes / 1e9, 0, 0));
+            }
+            Path first = store.shardFiles().getFirst();
+            if (settings.baselines()) {
+                Optional<Path> gather = Baselines.compileGather(work);
+                long dataOffset;
+                long shardRows;
+                try (dev.memfit.io.npy.NpyArray array = dev.memfit.io.npy.Npy.map(first)) {
+                    dataOffset = array.header().dataOffset();
+                    shardRows = array.rows();
+                }
+                for (int threads : settings.threads()) {
+                    gather.flatMap(binary -> Baselines.json(List.of(binary.toString(), first.toString(),
+                                    Long.toString(dataOffset), Long.toString(shardRows), Long.toString(rowBytes),
+                                    Integer.toString(settings.batchSize()), Integer.toString(settings.epochs()),
+                                    Integer.toString(threads), Long.toString(settings.seed())), 600))
+                            .ifPresent(json -> {
+                                double gbps = json.get("steady_gbps").asDouble();
+                                rows.add(new Row("random batches from shards", "C mmap+memcpy (rows of the same size)",
+                                        threads, gbps * 1e9 / rowBytes, gbps, 0, 0));
+                            });
+                }
+            }
+        }
+        return rows;
+    }
+
+    private static long size(Path file) {
+        try {
+            return Files.size(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static double streamPass(Path file, Settings settings, int threads) {
+        long sink = 0;
+        try (H5adStream stream = H5adStream.open(file, settings.chunkSize(), 4 * settings.chunkSize(), settings.batchSize(),
+                threads, settings.seed())) {
+            double seconds = 0;
+            for (int epoch = 0; epoch < 2; epoch++) {
+                // the second pass is measured: the first warms the JIT (anndata's code is warm from the start)
+                long start = System.nanoTime();
+                for (Batch batch : stream.epoch(epoch)) {
+                    sink += batch.data().get(ValueLayout.JAVA_BYTE, 0);
+                }
+                seconds = (System.nanoTime() - start) / 1e9;
+            }
+            blackhole(sink);
+            return seconds;
+        }
+    }
+
+    private static double randomFromH5ad(Path file, Settings settings) {
+        UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(settings.seed());
+        try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined()) {
+            int n = Math.toIntExact(h5ad.observations());
+            long rowBytes = h5ad.variables() * Float.BYTES;
+            MemorySegment batch = arena.allocate(settings.batchSize() * rowBytes);
+            // distinct cells per batch: a partial shuffle, O(batch) per draw
+            CombinationSampler picker = new CombinationSampler(rng, n, settings.batchSize());
+            long sink = 0;
+            long start = System.nanoTime();
+            for (int b = 0; b < settings.randomBatches(); b++) {
+                int[] cells = picker.sample();
+                Arrays.sort(cells);
+                for (int i = 0; i < cells.length; i++) {
+                    h5ad.readRows(cells[i], 1, batch.asSlice(i * rowBytes, rowBytes));
+                }
+                sink += batch.get(ValueLayout.JAVA_BYTE, 0);
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            blackhole(sink);
+            return settings.randomBatches() * (double) settings.batchSize() / seconds;
+        }
+    }
+
+    private static double randomFromShards(ShardStore store, Settings settings, int threads) {
+        long sink = 0;
+        double steady = 0;
+        long cells = 0;
+        try (Loader loader = Datasets.of(store).batchSize(settings.batchSize()).shuffle(settings.seed()).dropLast(true)
+                .threads(threads).prefetch(2 * threads).loader()) {
+            for (int epoch = 0; epoch < settings.epochs(); epoch++) {
+                long start = System.nanoTime();
+                long epochCells = 0;
+                for (Batch batch : loader.epoch(epoch)) {
+                    sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+                    epochCells += settings.batchSize();
+                }
+                if (epoch > 0 || settings.epochs() == 1) {
+                    steady += (System.nanoTime() - start) / 1e9;
+                    cells += epochCells;
+                }
+            }
+        }
+        blackhole(sink);
+        return cells / steady;
+    }
+
+    private static Optional<JsonNode> anndata(Path file, String... args) {
+        List<String> command = new ArrayList<>(List.of("/usr/bin/python3",
+                Baselines.sources().resolve("anndata_h5ad.py").toString(), file.toString()));
+        command.addAll(List.of(args));
+        return Baselines.json(command, 1800);
+    }
+
+    /** Converts in a fresh JVM with a 512 MB heap, so that its peak resident memory is the conversion's own. */
+    private static JsonNode convertInChildJvm(Path input, Path output, long shardSize) {
+        deleteTree(output);
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = List.of(java, "-Xmx512m", "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), H5adBenchmark.class.getName(), "convert",
+                input.toString(), output.toString(), Long.toString(shardSize));
+        return Baselines.json(command, 1800).orElseThrow(() -> new IllegalStateException(
+                "shard conversion of " + input + " failed in the child JVM: run " + String.join(" ", command)));
+    }
+
+    private static void deleteTree(Path folder) {
+        if (!Files.exists(folder)) {
+            return;
+        }
+        try (var paths = Files.walk(folder)) {
+            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot clear " + folder, e);
+        }
+    }
+
+    private static void blackhole(long sink) {
+        if (sink == Long.MIN_VALUE) {
+            // uses the bytes read, so that the JIT cannot drop the reads
+            System.out.print("");
+        }
+    }
+
+    /**
+     * The child process of the conversion measurement: {@code convert INPUT OUTPUT SHARD_SIZE}, printing one JSON line
+     * with the cells, seconds, peak resident memory (VmHWM) and peak heap.
+     *
+     * @param args the arguments
+     * @throws Exception on failure
+     */
+    public static void main(String[] args) throws Exception {
+        if (args.length != 4 || !args[0].equals("convert")) {
+            throw new IllegalArgumentException("usage: convert INPUT OUTPUT SHARD_SIZE");
+        }
+        long start = System.nanoTime();
+        ShardWriter.Result result;
+        MemoryTimeline timeline;
+        try (MemoryProbe probe = MemoryProbe.start("conversion", java.time.Duration.ofMillis(20))) {
+            result = ShardWriter.write(Path.of(args[1]), Path.of(args[2]), Long.parseLong(args[3]), null);
+            timeline = probe.stop();
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        long peakHeap = 0;
+        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == MemoryType.HEAP) {
+                peakHeap += pool.getPeakUsage().getUsed();
+            }
+        }
+        long peakRss = 0;
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmHWM:")) {
+                peakRss = Long.parseLong(line.replaceAll("\\D", "")) * 1024;
+            }
+        }
+        System.out.println(JSON.writeValueAsString(java.util.Map.of("cells", result.cells(), "seconds", seconds,
+                "peak_rss_mb", peakRss / 1e6, "peak_rss_anon_mb", timeline.peakRssAnon() / 1e6,
+                "peak_heap_mb", peakHeap / 1e6)));
+    }
+}

@@ -1,0 +1,106 @@
+package dev.memfit.cli;
+
+import dev.memfit.MemfitException;
+import dev.memfit.io.Formats;
+import dev.memfit.memory.Advice;
+import dev.memfit.memory.MemoryEstimate;
+import dev.memfit.memory.MemoryEstimator;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code memfit estimate FILE --model-params N --batch B}: the memory a run will need, and advice. */
+@Command(name = "estimate", mixinStandardHelpOptions = true,
+        description = "Estimate heap, native, mapped, device and page-cache memory of training on a file, and advise how to load it.")
+final class EstimateCommand implements Callable<Integer> {
+
+    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star)")
+    private Path file;
+
+    @Option(names = "--model-params", defaultValue = "0", description = "trainable parameters of the model")
+    private long parameters;
+
+    @Option(names = "--activations", defaultValue = "0", description = "activation values kept per sample for backward")
+    private long activations;
+
+    @Option(names = "--batch", defaultValue = "32")
+    private int batch;
+
+    @Option(names = "--optimizer", defaultValue = "adam", description = "sgd, sgd_momentum or adam (default ${DEFAULT-VALUE})")
+    private String optimizer;
+
+    @Option(names = "--devices", defaultValue = "1")
+    private int devices;
+
+    @Option(names = "--precision", defaultValue = "4", description = "bytes per parameter: 2, 4 or 8")
+    private int precision;
+
+    @Option(names = "--loading", description = "memory, mapped, lazy or streamed (default: as advised)")
+    private String loading;
+
+    @Option(names = "--device-memory-gb", defaultValue = "-1", description = "memory of one training device, GB (default: CPU)")
+    private double deviceMemoryGb;
+
+    @Option(names = "--storage-mb-per-s", defaultValue = "-1", description = "measured read speed of the data's storage")
+    private double storageMegabytesPerSecond;
+
+    @Override
+    public Integer call() {
+        Formats.DataFile data = Formats.open(file);
+        long samples = data.samples();
+        // Rows of a mapped .npy reach the loader as stored; images and cells are read as float32 (CSR densified).
+        long sampleBytes = data.format() == Formats.Format.NPY ? data.sampleBytes()
+                : data.sampleBytes() / data.dtype().byteSize() * Float.BYTES;
+        String atlas = null;
+        if (data.format() == Formats.Format.H5AD) {
+            long cells = (Long) data.facts().get("n_obs");
+            long genes = (Long) data.facts().get("n_vars");
+            atlas = Advice.atlasText(cells, genes, (Long) data.facts().get("nnz"), devices, Advice.Machine.current());
+        }
+        MemoryEstimator.Optimizer kind;
+        try {
+            kind = MemoryEstimator.Optimizer.valueOf(optimizer.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new MemfitException("--optimizer: expected sgd, sgd_momentum or adam, found '" + optimizer + "'");
+        }
+        Advice.Machine here = Advice.Machine.current();
+        Advice.Machine machine = new Advice.Machine(here.availableRam(), here.heapLimit(),
+                deviceMemoryGb > 0 ? (long) (deviceMemoryGb * (1L << 30)) : -1,
+                storageMegabytesPerSecond > 0 ? (long) (storageMegabytesPerSecond * 1e6) : -1);
+        MemoryEstimator.Loading how = loading == null ? null : switch (loading.toLowerCase(Locale.ROOT)) {
+            case "memory", "in_memory", "eager" -> MemoryEstimator.Loading.IN_MEMORY;
+            case "mapped" -> MemoryEstimator.Loading.MAPPED;
+            case "lazy" -> MemoryEstimator.Loading.LAZY;
+            case "streamed", "streaming" -> MemoryEstimator.Loading.STREAMED;
+            default -> throw new MemfitException("--loading: expected memory, mapped, lazy or streamed, found '" + loading + "'");
+        };
+        MemoryEstimator.Builder builder = MemoryEstimator.builder().setModel(parameters, activations).optOptimizer(kind)
+                .optBatchSize(batch).optDevices(devices).optPrecision(precision);
+        long dataBytes = samples * sampleBytes;
+        Advice advice = Advice.of(builder.setData(samples, sampleBytes, MemoryEstimator.Loading.MAPPED).build().estimate(),
+                dataBytes, machine);
+        if (how == null) {
+            how = switch (advice.strategy()) {
+                case IN_MEMORY -> MemoryEstimator.Loading.IN_MEMORY;
+                case MAPPED, RANDOM_SUBSET -> MemoryEstimator.Loading.MAPPED;
+                case LAZY -> MemoryEstimator.Loading.LAZY;
+                case STREAMING -> MemoryEstimator.Loading.STREAMED;
+            };
+        }
+        MemoryEstimate estimate = builder.setData(samples, sampleBytes, how).build().estimate();
+        System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MB), loaded %s%n%n", file, samples, sampleBytes,
+                dataBytes / 1e6, how.name().toLowerCase(Locale.ROOT).replace('_', ' '));
+        System.out.println(estimate.table().printAll());
+        System.out.println();
+        System.out.println(Advice.of(estimate, dataBytes, machine).text());
+        if (atlas != null) {
+            System.out.println();
+            System.out.println("Single-cell atlas: " + atlas);
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,114 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.memfit.MemfitException;
+import dev.memfit.io.Formats;
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.hdf5.PackedFile;
+import dev.memfit.io.mrc.ParticleStack;
+import dev.memfit.io.npy.FileSet;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyArray;
+import dev.memfit.io.storage.RecordIndex;
+import dev.memfit.io.storage.Storage;
+import dev.memfit.source.LazySource;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code memfit inspect FILE}: what a data file holds, and the sum of its values for comparison with numpy. */
+@Command(name = "inspect", mixinStandardHelpOptions = true,
+        description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
+final class InspectCommand implements Callable<Integer> {
+
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, an .h5 written by pack or a folder of .npy samples")
+    private Path file;
+
+    @Option(names = "--json", description = "print one JSON object instead of a table")
+    private boolean json;
+
+    @Override
+    public Integer call() throws IOException {
+        Map<String, Object> facts = inspect(file);
+        if (json) {
+            System.out.println(new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS).writeValueAsString(facts));
+        } else {
+            facts.forEach((key, value) -> System.out.printf(Locale.ROOT, "%-14s %s%n", key.replace('_', ' '),
+                    value instanceof long[] shape ? Arrays.toString(shape) : value));
+        }
+        return 0;
+    }
+
+    /**
+     * The facts about a file, in display order: what {@link Formats#open} says, its size on disk, and the float64 sum
+     * of its values (streamed, never loaded whole).
+     *
+     * @param file the file
+     * @return name to value
+     */
+    static Map<String, Object> inspect(Path file) {
+        Formats.DataFile data = Formats.open(file);
+        Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("file", file.toString());
+        facts.putAll(data.facts());
+        facts.put("size_on_disk", data.bytesOnDisk());
+        facts.put("sum", sum(data));
+        return facts;
+    }
+
+    private static double sum(Formats.DataFile data) {
+        Path file = data.path();
+        return switch (data.format()) {
+            case NPY -> {
+                try (NpyArray array = Npy.map(file)) {
+                    yield array.sum();
+                }
+            }
+            case H5AD -> {
+                try (H5ad h5ad = H5ad.open(file)) {
+                    yield h5ad.sum();
+                }
+            }
+            case MRC, STACK_LIST, STAR -> sum(ParticleStack.open(file));
+            case PACKED_HDF5 -> sum(PackedFile.open(file));
+            case NPY_FOLDER -> sum(FileSet.open(file));
+            case SHARDS -> throw new MemfitException(file + ": a shard folder; use ./memfit validate to check it");
+        };
+    }
+
+    /** Records (images, packed or single-file samples): read in chunks of about 32 MB as float32, summed in float64. */
+    private static double sum(RecordIndex records) {
+        double sum = 0;
+        try (LazySource source = new LazySource(records, Storage.local(), true, 1); Arena arena = Arena.ofConfined()) {
+            int chunk = (int) Math.max(1, (32L << 20) / source.sampleBytes());
+            MemorySegment buffer = arena.allocate(chunk * source.sampleBytes());
+            for (long first = 0; first < records.size(); first += chunk) {
+                int n = (int) Math.min(chunk, records.size() - first);
+                long[] indices = new long[n];
+                for (int i = 0; i < n; i++) {
+                    indices[i] = first + i;
+                }
+                source.readBatch(indices, buffer);
+                long values = n * source.sampleShape().size();
+                double partial = 0;
+                for (long v = 0; v < values; v++) {
+                    partial += buffer.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+                }
+                sum += partial;
+            }
+        }
+        return sum;
+    }
+}

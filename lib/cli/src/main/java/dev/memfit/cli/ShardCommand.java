@@ -1,0 +1,67 @@
+package dev.memfit.cli;
+
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.shard.GeneVocabulary;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.shard.ShardWriter;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/** {@code memfit shard INPUT.h5ad --output-dir shards/ --shard-size N} and {@code memfit validate shards/}. */
+@Command(name = "shard", mixinStandardHelpOptions = true,
+        description = "Convert an .h5ad into memory-mappable shards (.npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run.")
+final class ShardCommand implements Callable<Integer> {
+
+    @Parameters(paramLabel = "INPUT", description = "the .h5ad")
+    private Path input;
+
+    @Option(names = "--output-dir", required = true)
+    private Path output;
+
+    @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
+    private long shardSize;
+
+    @Option(names = "--vocab", description = "a JSON array of gene names: the columns of every shard")
+    private Path vocabulary;
+
+    @Option(names = "--top-genes", description = "use the n genes with the largest total counts as the vocabulary")
+    private Integer topGenes;
+
+    @Override
+    public Integer call() {
+        GeneVocabulary genes = null;
+        if (vocabulary != null) {
+            genes = GeneVocabulary.read(vocabulary);
+        } else if (topGenes != null) {
+            try (H5ad h5ad = H5ad.open(input)) {
+                genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
+            }
+        }
+        ShardWriter.Result result = ShardWriter.write(input, output, shardSize, genes);
+        System.out.printf("%d shards (%d written now) of %,d cells x %,d genes in %s%n", result.shards(), result.written(),
+                result.cells(), result.genes(), output);
+        return 0;
+    }
+
+    /** {@code memfit validate DIR}. */
+    @Command(name = "validate", mixinStandardHelpOptions = true,
+            description = "Check a shard folder: metadata, shapes, CRC32C of every shard, cell tables.")
+    static final class Validate implements Callable<Integer> {
+        @Parameters(paramLabel = "DIR")
+        private Path folder;
+
+        @Override
+        public Integer call() {
+            ShardStore.validate(folder);
+            try (ShardStore store = ShardStore.open(folder)) {
+                System.out.printf("%s: valid, %d shards, %,d cells x %,d genes%n", folder, store.shardSizes().length,
+                        store.size(), store.vocabulary().genes().size());
+            }
+            return 0;
+        }
+    }
+}

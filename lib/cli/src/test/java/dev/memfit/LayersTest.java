@@ -1,0 +1,131 @@
+package dev.memfit;
+
+import dev.memfit.bench.SlowStorage;
+import dev.memfit.cli.Main;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.classfile.ClassFile;
+import java.lang.classfile.ClassModel;
+import java.lang.classfile.constantpool.ClassEntry;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Keeps the layers of ARCHITECTURE.md: read from the compiled classes (every class a class file refers to, so a
+ * fully qualified name in code counts as much as an import), each package of the library refers only to packages
+ * below it, and the library refers to none of the modules built on it (bench, cli, nd4j).
+ */
+class LayersTest {
+
+    /** The library's packages, bottom first: each may use itself and the packages before it, never one after it. */
+    static final List<String> LAYERS = List.of(
+            "dev.memfit",               // exceptions, DType, the native-memory ledger, parameters, progress
+            "dev.memfit.io.storage",    // bytes of files: positional, mapped, page cache, atomic writes
+            "dev.memfit.io.npy",
+            "dev.memfit.io.mrc",
+            "dev.memfit.io.hdf5",
+            "dev.memfit.io",            // Formats: one door to every file format
+            "dev.memfit.sample",        // which samples an epoch visits
+            "dev.memfit.source",        // random access to samples
+            "dev.memfit.shard",
+            "dev.memfit.data",          // Loader, Batch, Datasets: the one batch pipeline
+            "dev.memfit.prep",
+            "dev.memfit.memory",
+            "dev.memfit.train",
+            "dev.memfit.synthetic",
+            "dev.memfit.eval",
+            "dev.memfit.plot");
+
+    /** Modules built on the library; the library may not refer to them, nor bench to cli. */
+    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.nd4j", "dev.memfit.bench", "dev.memfit.cli");
+
+    @Test
+    void everyLibraryPackageUsesOnlyThePackagesBelowIt() {
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(DType.class));
+        assertEquals(new TreeSet<>(LAYERS), new TreeSet<>(uses.keySet()),
+                "every package of the library has its place in LAYERS (and ARCHITECTURE.md)");
+        List<String> violations = new ArrayList<>();
+        uses.forEach((from, targets) -> {
+            int level = LAYERS.indexOf(from);
+            for (String to : targets) {
+                int target = LAYERS.indexOf(to);
+                if (target > level) {
+                    violations.add(from + " uses " + to + ", which is above it");
+                } else if (target < 0) {
+                    violations.add(from + " uses " + to + ", which is not part of the library");
+                }
+            }
+        });
+        assertTrue(violations.isEmpty(), String.join("\n", violations));
+    }
+
+    @Test
+    void benchDoesNotUseTheCommandLine() {
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(SlowStorage.class));
+        uses.values().forEach(targets -> assertTrue(targets.stream().noneMatch(to -> to.startsWith("dev.memfit.cli")),
+                "bench uses " + targets));
+        assertTrue(uses.containsKey("dev.memfit.bench"));
+    }
+
+    @Test
+    void theScanSeesUpwardReferences() {
+        // The command line uses the library and bench: the same reading must find those edges.
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(Main.class));
+        assertTrue(uses.get("dev.memfit.cli").containsAll(List.of("dev.memfit.bench", "dev.memfit.data", "dev.memfit.io.npy")),
+                uses.toString());
+    }
+
+    /** Package to the memfit packages its classes refer to (itself excluded). */
+    static Map<String, TreeSet<String>> packageDependencies(Path root) {
+        Map<String, TreeSet<String>> uses = new TreeMap<>();
+        try (Stream<Path> files = Files.walk(root)) {
+            for (Path file : files.filter(p -> p.toString().endsWith(".class")).toList()) {
+                ClassModel model = ClassFile.of().parse(file);
+                String from = packageOf(model.thisClass().asInternalName());
+                TreeSet<String> targets = uses.computeIfAbsent(from, k -> new TreeSet<>());
+                model.constantPool().forEach(entry -> {
+                    if (entry instanceof ClassEntry type) {
+                        String name = type.asInternalName().replaceFirst("^\\[*L?", "").replace(";", "");
+                        String to = packageOf(name);
+                        if (to.startsWith("dev.memfit") && !to.equals(from)) {
+                            targets.add(to);
+                        }
+                    }
+                });
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        uses.keySet().removeIf(pkg -> !pkg.startsWith("dev.memfit"));
+        return uses;
+    }
+
+    private static String packageOf(String internalName) {
+        int slash = internalName.lastIndexOf('/');
+        return slash < 0 ? "" : internalName.substring(0, slash).replace('/', '.');
+    }
+
+    private static Path classRoot(Class<?> type) {
+        try {
+            Path location = Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+            if (Files.isDirectory(location)) {
+                return location;
+            }
+            return java.nio.file.FileSystems.newFileSystem(location).getPath("/");
+        } catch (URISyntaxException | IOException e) {
+            throw new IllegalStateException("cannot find the classes of " + type, e);
+        }
+    }
+}

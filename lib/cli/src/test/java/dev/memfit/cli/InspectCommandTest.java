@@ -1,0 +1,123 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.PythonPeer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class InspectCommandTest {
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Main.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void reportsWhatNumpyReports(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("x.npy");
+        String numpy = PythonPeer.run("""
+                import sys, numpy as np
+                a = np.asfortranarray(np.random.default_rng(1).integers(0, 1000, (300, 7)).astype('>i8'))
+                np.save(sys.argv[1], a)
+                print(repr(float(a.sum(dtype=np.float64))))
+                """, file);
+        Run result = run("inspect", file.toString(), "--json");
+        assertEquals(0, result.status(), result.err());
+        JsonNode json = new ObjectMapper().readTree(result.out());
+        assertEquals("[300,7]", json.get("shape").toString());
+        assertEquals("int64 (>i8)", json.get("dtype").asText());
+        assertEquals("big-endian", json.get("byte_order").asText());
+        assertTrue(json.get("memory_order").asText().startsWith("Fortran"));
+        assertEquals(Files.size(file), json.get("size_on_disk").asLong());
+        assertEquals(Double.parseDouble(numpy), json.get("sum").asDouble(), 0.0);
+
+        Run table = run("inspect", file.toString());
+        assertTrue(table.out().contains("shape          [300, 7]"), table.out());
+    }
+
+    @Test
+    void badFileExitsNonZeroWithTheMessage(@TempDir Path dir) throws Exception {
+        Path text = dir.resolve("notes.npy");
+        Files.writeString(text, "hello world, not numpy");
+        Run result = run("inspect", text.toString());
+        assertEquals(1, result.status());
+        assertTrue(result.err().startsWith("memfit inspect: " + text + " at byte 0: expected the .npy magic"), result.err());
+
+        Run missing = run("inspect", dir.resolve("missing.npy").toString());
+        assertEquals(1, missing.status());
+        assertTrue(missing.err().contains("missing.npy: no such file"), missing.err());
+
+        Path csv = dir.resolve("table.csv");
+        Files.writeString(csv, "a,b\n");
+        Run other = run("inspect", csv.toString());
+        assertEquals(1, other.status());
+        assertTrue(other.err().contains("expected a format memfit reads (.npy, .mrcs"), other.err());
+    }
+
+    @Test
+    void reportsWhatAnndataReports(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("csr64.h5ad");
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad
+                rng = np.random.default_rng(0)
+                dense = ((rng.random((120, 30)) < 0.1) * rng.integers(1, 20, (120, 30))).astype(np.float32)
+                obs = pd.DataFrame({'cell_type': pd.Categorical(rng.choice(['B', 'T', 'NK'], 120)),
+                                    'n_counts': dense.sum(axis=1).astype(np.float64),
+                                    'batch': ['b%d' % (i % 3) for i in range(120)]},
+                                   index=['cell%d' % i for i in range(120)])
+                x = sp.csr_matrix(dense)
+                x.indptr = x.indptr.astype(np.int64)
+                ad.AnnData(x, obs=obs, var=pd.DataFrame(index=['gene%d' % j for j in range(30)])).write_h5ad(sys.argv[1])
+                print('ok')
+                """, file));
+        Run run = run("inspect", file.toString(), "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode json = new ObjectMapper().readTree(run.out());
+        assertEquals(120, json.get("n_obs").asLong());
+        assertEquals(30, json.get("n_vars").asLong());
+        assertEquals("cell_type, n_counts, batch", json.get("obs_columns").asText());
+        assertEquals(PythonPeer.run("""
+                import sys, anndata as ad
+                a = ad.read_h5ad(sys.argv[1])
+                print(a.X.nnz, repr(float(a.X.sum(dtype='float64'))))
+                """, file), json.get("nnz").asLong() + " " + json.get("sum").asDouble());
+    }
+
+    @Test
+    void validateFailsOnAShardFolderMissingAShard(@TempDir Path dir) throws Exception {
+        Path atlas = dir.resolve("atlas.h5ad");
+        Path shards = dir.resolve("shards");
+        assertEquals(0, run("generate", "atlas", "--cells", "300", "--genes", "40", "--seed", "3", "-o", atlas.toString()).status());
+        Run shard = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--shard-size", "100");
+        assertEquals(0, shard.status(), shard.err());
+        assertEquals(0, run("validate", shards.toString()).status());
+        Files.delete(shards.resolve("shard_000001.npy"));
+        Run broken = run("validate", shards.toString());
+        assertEquals(1, broken.status());
+        assertTrue(broken.err().contains("shard_000001.npy"), broken.err());
+    }
+}

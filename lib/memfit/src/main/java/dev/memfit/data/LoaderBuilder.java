@@ -1,0 +1,179 @@
+package dev.memfit.data;
+
+import dev.memfit.source.SampleSource;
+import dev.memfit.source.SubsetSource;
+import dev.memfit.MemfitException;
+import dev.memfit.DType;
+import dev.memfit.sample.Sampler;
+import dev.memfit.sample.SequentialSampler;
+import dev.memfit.sample.ShuffledSampler;
+
+import java.util.function.Supplier;
+
+/**
+ * Configures a {@link Loader}; {@link #loader()} validates the settings and opens the source.
+ *
+ * <p>Defaults: batch size 32, sequential order, keep the last partial batch, prefetch 2, one reader thread, batches
+ * in the source's element type.
+ */
+public final class LoaderBuilder {
+
+    private final Supplier<SampleSource> opener;
+    private final boolean ownsSource;
+    private int batchSize = 32;
+    private Long seed;
+    private Sampler sampler;
+    private boolean dropLast;
+    private int prefetch = 2;
+    private int threads = 1;
+    private DType convertTo;
+    private long[] subset;
+    private java.nio.file.Path subsetFile;
+
+    LoaderBuilder(Supplier<SampleSource> opener, boolean ownsSource) {
+        this.opener = opener;
+        this.ownsSource = ownsSource;
+    }
+
+    /**
+     * Sets the number of samples per batch.
+     *
+     * @param size at least 1
+     * @return this builder
+     */
+    public LoaderBuilder batchSize(int size) {
+        this.batchSize = size;
+        return this;
+    }
+
+    /**
+     * Visits samples in a seeded random order that changes every epoch.
+     *
+     * @param seed the seed; the same seed gives the same batches from any source
+     * @return this builder
+     */
+    public LoaderBuilder shuffle(long seed) {
+        this.seed = seed;
+        this.sampler = null;
+        return this;
+    }
+
+    /**
+     * Uses a custom sampler (weighted, a subset, a distributed shard...).
+     *
+     * @param sampler decides the order of each epoch
+     * @return this builder
+     */
+    public LoaderBuilder sampler(Sampler sampler) {
+        this.sampler = sampler;
+        this.seed = null;
+        return this;
+    }
+
+    /**
+     * Drops the last batch of an epoch when it is smaller than the batch size.
+     *
+     * @param drop true to drop it
+     * @return this builder
+     */
+    public LoaderBuilder dropLast(boolean drop) {
+        this.dropLast = drop;
+        return this;
+    }
+
+    /**
+     * Sets how many batches are read ahead in the background while the current one is used.
+     *
+     * @param batches 0 or more; each costs one batch buffer of off-heap memory
+     * @return this builder
+     */
+    public LoaderBuilder prefetch(int batches) {
+        this.prefetch = batches;
+        return this;
+    }
+
+    /**
+     * Sets the number of reader threads; 0 reads on the caller's thread.
+     *
+     * @param count 0 or more
+     * @return this builder
+     */
+    public LoaderBuilder threads(int count) {
+        this.threads = count;
+        return this;
+    }
+
+    /**
+     * Converts batches to another element type while reading (e.g. integer counts to float32).
+     *
+     * @param type the batch element type
+     * @return this builder
+     */
+    public LoaderBuilder convertTo(DType type) {
+        this.convertTo = type;
+        return this;
+    }
+
+    /**
+     * Trains on some samples only, renumbered from 0 (see {@link dev.memfit.sample.Subsets#random}).
+     *
+     * @param indices the samples to keep
+     * @return this builder
+     */
+    public LoaderBuilder subset(long[] indices) {
+        this.subset = indices.clone();
+        this.subsetFile = null;
+        return this;
+    }
+
+    /**
+     * Trains on the samples listed in an index {@code .npy} (as written by {@code ./memfit select-random}).
+     *
+     * @param indexFile the one-dimensional integer array
+     * @return this builder
+     */
+    public LoaderBuilder subset(java.nio.file.Path indexFile) {
+        this.subsetFile = indexFile;
+        this.subset = null;
+        return this;
+    }
+
+    /**
+     * Validates the settings, opens the source and starts the reader threads.
+     *
+     * @return the loader, to be closed
+     */
+    public Loader loader() {
+        if (batchSize < 1) {
+            throw new MemfitException("batch size must be at least 1, got " + batchSize);
+        }
+        if (prefetch < 0 || prefetch > 1024) {
+            throw new MemfitException("prefetch must be in [0, 1024] batches, got " + prefetch);
+        }
+        if (threads < 0 || threads > 1024) {
+            throw new MemfitException("threads must be in [0, 1024], got " + threads);
+        }
+        SampleSource opened = opener.get();
+        SampleSource source = opened;
+        try {
+            if (subset != null || subsetFile != null) {
+                long[] indices = subset != null ? subset : dev.memfit.sample.Subsets.read(subsetFile, opened.size());
+                source = new SubsetSource(opened, indices, ownsSource);
+            }
+            Sampler chosen = sampler != null ? sampler
+                    : seed != null ? new ShuffledSampler(source.size(), seed) : new SequentialSampler(source.size());
+            if (dropLast && chosen.epochLength() < batchSize) {
+                throw new MemfitException("batch size " + batchSize + " is larger than the " + chosen.epochLength()
+                        + " samples an epoch of " + source.describe() + " has, and dropLast is set: no batch would be "
+                        + "produced; lower the batch size or keep the last partial batch");
+            }
+            DType output = convertTo == null ? source.dtype() : convertTo;
+            return new Loader(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output);
+        } catch (RuntimeException e) {
+            if (ownsSource) {
+                opened.close();
+            }
+            throw e;
+        }
+    }
+}

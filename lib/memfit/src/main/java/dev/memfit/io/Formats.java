@@ -1,0 +1,251 @@
+package dev.memfit.io;
+
+import dev.memfit.DType;
+import dev.memfit.MemfitException;
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.hdf5.PackedFile;
+import dev.memfit.io.mrc.MrcHeader;
+import dev.memfit.io.mrc.ParticleStack;
+import dev.memfit.io.npy.FileSet;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyHeader;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One door to every format memfit reads: what a path holds, found from its content and its name, described in the
+ * same terms whatever the format (samples, shape of one sample, element type, bytes).
+ *
+ * <p>{@code Datasets.open(path)}, {@code ./memfit inspect} and {@code ./memfit estimate} all start here, so a format
+ * is recognised the same way everywhere.
+ */
+public final class Formats {
+
+    /** The name of the file that marks a folder of shards. */
+    public static final String SHARD_METADATA = "shard_metadata.json";
+
+    private static final byte[] HDF5_MAGIC = {(byte) 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+    private Formats() {
+    }
+
+    /** The formats memfit reads. */
+    public enum Format {
+        /** A numpy {@code .npy} array; samples are its rows. */
+        NPY("numpy .npy"),
+        /** One MRC image stack ({@code .mrcs} or {@code .mrc}). */
+        MRC("MRC image stack"),
+        /** A {@code .txt} list of MRC stacks, one path per line. */
+        STACK_LIST("list of MRC stacks"),
+        /** A RELION {@code .star} file naming {@code index@stack} images. */
+        STAR("RELION .star"),
+        /** An AnnData {@code .h5ad} single-cell file; samples are cells. */
+        H5AD("AnnData .h5ad"),
+        /** An HDF5 file written by {@code ./memfit pack}: {@code /samples} and {@code /names}. */
+        PACKED_HDF5("packed HDF5"),
+        /** A folder of {@code .npy} files, one sample each. */
+        NPY_FOLDER("folder of .npy samples"),
+        /** A folder of shards written by {@code ./memfit shard} (marked by {@value #SHARD_METADATA}). */
+        SHARDS("shard folder");
+
+        private final String description;
+
+        Format(String description) {
+            this.description = description;
+        }
+
+        /**
+         * A short description for people, such as "numpy .npy".
+         *
+         * @return the description
+         */
+        public String description() {
+            return description;
+        }
+    }
+
+    /**
+     * What a path holds, in the terms every format shares.
+     *
+     * @param path the file or folder
+     * @param format its format
+     * @param samples the number of samples (rows, images, cells)
+     * @param sampleShape the shape of one sample
+     * @param dtype the element type as stored (for {@code .h5ad}, the type of the stored values)
+     * @param bytesOnDisk the bytes of every file it consists of
+     * @param facts format-specific facts in display order (such as byte order, memory order, non-zero values)
+     */
+    public record DataFile(Path path, Format format, long samples, long[] sampleShape, DType dtype, long bytesOnDisk,
+                           Map<String, Object> facts) {
+
+        /**
+         * The bytes of one sample when dense, in its stored element type.
+         *
+         * @return bytes per sample
+         */
+        public long sampleBytes() {
+            long elements = 1;
+            for (long dimension : sampleShape) {
+                elements *= dimension;
+            }
+            return elements * dtype.byteSize();
+        }
+    }
+
+    /**
+     * Finds the format of a path from its content (magic bytes) and its name.
+     *
+     * @param path a file or folder
+     * @return the format
+     * @throws MemfitException when the path does not exist or is in no format memfit reads; the message lists them
+     */
+    public static Format detect(Path path) {
+        if (!Files.exists(path)) {
+            throw new MemfitException(path + ": no such file or folder");
+        }
+        if (Files.isDirectory(path)) {
+            if (Files.exists(path.resolve(SHARD_METADATA))) {
+                return Format.SHARDS;
+            }
+            return Format.NPY_FOLDER;
+        }
+        // A known extension decides, so that a damaged file gets its own reader's precise error (file, offset,
+        // expected, found); content decides for other names.
+        String name = path.getFileName().toString().toLowerCase(Locale.ROOT);
+        if (name.endsWith(".npy")) {
+            return Format.NPY;
+        }
+        if (name.endsWith(".mrcs") || name.endsWith(".mrc")) {
+            return Format.MRC;
+        }
+        if (name.endsWith(".star")) {
+            return Format.STAR;
+        }
+        if (name.endsWith(".txt")) {
+            return Format.STACK_LIST;
+        }
+        if (name.endsWith(".h5ad")) {
+            return Format.H5AD;
+        }
+        if (name.endsWith(".h5") || name.endsWith(".hdf5")) {
+            return Format.PACKED_HDF5;
+        }
+        if (Npy.looksLikeNpy(path)) {
+            return Format.NPY;
+        }
+        if (isHdf5(path)) {
+            return Format.PACKED_HDF5;
+        }
+        throw new MemfitException(path + ": expected a format memfit reads (.npy, .mrcs/.mrc, a .txt list of stacks, "
+                + ".star, .h5ad, an .h5 written by pack, a folder of .npy samples or of shards), found a file without "
+                + "the .npy or HDF5 signature or one of those extensions");
+    }
+
+    /**
+     * Describes what a path holds: reads headers and metadata only, never the data.
+     *
+     * @param path a file or folder
+     * @return the description
+     * @throws MemfitException when the format is unknown or a header is invalid (naming the file and the position)
+     */
+    public static DataFile open(Path path) {
+        Format format = detect(path);
+        Map<String, Object> facts = new LinkedHashMap<>();
+        return switch (format) {
+            case NPY -> {
+                NpyHeader header = Npy.readHeader(path);
+                long[] shape = header.shape();
+                facts.put("format", "npy " + header.majorVersion() + ".0");
+                facts.put("shape", shape);
+                facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT) + " (" + header.dtype().descr(header.byteOrder()) + ")");
+                facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
+                facts.put("memory_order", header.fortranOrder() ? "Fortran (column-major)" : "C (row-major)");
+                facts.put("elements", header.elementCount());
+                facts.put("data_offset", header.dataOffset());
+                long samples = shape.length == 0 ? 1 : shape[0];
+                long[] sample = shape.length == 0 ? new long[0] : java.util.Arrays.copyOfRange(shape, 1, shape.length);
+                yield new DataFile(path, format, samples, sample, header.dtype(), size(List.of(path)), facts);
+            }
+            case MRC, STACK_LIST, STAR -> {
+                ParticleStack stack = ParticleStack.open(path);
+                boolean single = format == Format.MRC;
+                MrcHeader header = stack.header(0);
+                facts.put("format", single ? "MRC2014 mode " + MrcHeader.mode(header.dtype())
+                        : format.description() + ", " + stack.files().size() + " stack(s)");
+                facts.put("images", stack.size());
+                facts.put("image_shape", new long[]{stack.height(), stack.width()});
+                facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT));
+                facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
+                facts.put("voxel_size", header.voxelSize());
+                if (single) {
+                    facts.put("extended_header", header.extendedHeaderBytes());
+                }
+                facts.put("image_bytes", stack.fileBytes());
+                yield new DataFile(path, format, stack.size(), new long[]{stack.height(), stack.width()}, header.dtype(),
+                        size(stack.files()), facts);
+            }
+            case H5AD -> {
+                try (H5ad h5ad = H5ad.open(path)) {
+                    facts.put("format", "AnnData .h5ad, X " + (h5ad.sparse() ? "CSR" : "dense"));
+                    facts.put("n_obs", h5ad.observations());
+                    facts.put("n_vars", h5ad.variables());
+                    facts.put("nnz", h5ad.storedValues());
+                    facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
+                    yield new DataFile(path, format, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
+                            size(List.of(path)), facts);
+                }
+            }
+            case PACKED_HDF5 -> {
+                PackedFile packed = PackedFile.open(path);
+                facts.put("format", "HDF5 packed by memfit, /" + PackedFile.SAMPLES + " float32");
+                facts.put("samples", packed.size());
+                facts.put("sample_shape", packed.sampleShape());
+                yield new DataFile(path, format, packed.size(), packed.sampleShape(), DType.FLOAT32, size(List.of(path)), facts);
+            }
+            case NPY_FOLDER -> {
+                FileSet files = FileSet.open(path);
+                facts.put("format", "folder of " + files.size() + " .npy samples");
+                facts.put("samples", files.size());
+                facts.put("sample_shape", files.sampleShape());
+                facts.put("dtype", files.dtype().name().toLowerCase(Locale.ROOT));
+                yield new DataFile(path, format, files.size(), files.sampleShape(), files.dtype(), size(files.files()), facts);
+            }
+            case SHARDS -> throw new MemfitException(path + ": a shard folder; open it with dev.memfit.shard.ShardStore "
+                    + "or Datasets.shards(folder), which check its metadata and checksums");
+        };
+    }
+
+    private static String byteOrder(DType dtype, ByteOrder order) {
+        return dtype.byteSize() == 1 ? "not applicable" : order == ByteOrder.LITTLE_ENDIAN ? "little-endian" : "big-endian";
+    }
+
+    private static boolean isHdf5(Path file) {
+        // The signature is at offset 0 for files written by h5py, anndata and memfit (no user block).
+        try (var in = Files.newInputStream(file)) {
+            byte[] head = in.readNBytes(HDF5_MAGIC.length);
+            return java.util.Arrays.equals(head, HDF5_MAGIC);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
+    }
+
+    private static long size(List<Path> files) {
+        long bytes = 0;
+        try {
+            for (Path file : files) {
+                bytes += Files.size(file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes;
+    }
+}

@@ -1,0 +1,6 @@
+/**
+ * HDF5: AnnData {@code .h5ad} read by row ranges ({@link dev.memfit.io.hdf5.H5ad}, on jhdf), a streaming writer for
+ * matrices larger than memory ({@link dev.memfit.io.hdf5.Hdf5Writer}, {@link dev.memfit.io.hdf5.H5adWriter}), and
+ * many small samples packed into one file ({@link dev.memfit.io.hdf5.Pack}, {@link dev.memfit.io.hdf5.PackedFile}).
+ */
+package dev.memfit.io.hdf5;

@@ -1,0 +1,123 @@
+package dev.memfit.io.storage;
+
+import dev.memfit.MemfitException;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * The operating system's page cache, seen from one file: how much of it is in RAM, and dropping it so that the next
+ * read really comes from storage. Linux only; calls libc through {@code java.lang.foreign}, no root needed.
+ */
+public final class PageCache {
+
+    private static final int O_RDONLY = 0;
+    private static final int POSIX_FADV_DONTNEED = 4;
+    private static final long PAGE = 4096;
+
+    private static final MethodHandle OPEN;
+    private static final MethodHandle CLOSE;
+    private static final MethodHandle FADVISE;
+    private static final MethodHandle MINCORE;
+
+    static {
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup libc = linker.defaultLookup();
+        OPEN = linker.downcallHandle(libc.find("open").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2));
+        CLOSE = linker.downcallHandle(libc.find("close").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        FADVISE = linker.downcallHandle(libc.find("posix_fadvise").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+        MINCORE = linker.downcallHandle(libc.find("mincore").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    }
+
+    private PageCache() {
+    }
+
+    /**
+     * Drops a file's clean pages from the page cache ({@code posix_fadvise(POSIX_FADV_DONTNEED)}), after flushing
+     * its dirty pages, so that the next read comes from storage.
+     *
+     * @param file the file
+     */
+    public static void evict(Path file) {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            channel.force(false);
+        } catch (IOException e) {
+            // Read-only files have no dirty pages of ours to flush.
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) OPEN.invokeExact(arena.allocateFrom(file.toAbsolutePath().toString()), O_RDONLY);
+            if (fd < 0) {
+                throw new MemfitException(file + ": cannot open to drop it from the page cache");
+            }
+            int result = (int) FADVISE.invokeExact(fd, 0L, 0L, POSIX_FADV_DONTNEED);
+            int closed = (int) CLOSE.invokeExact(fd);
+            if (result != 0 || closed != 0) {
+                throw new MemfitException(file + ": posix_fadvise returned " + result);
+            }
+        } catch (MemfitException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new MemfitException(file + ": cannot drop it from the page cache: " + e, e);
+        }
+    }
+
+    /**
+     * Drops several files from the page cache.
+     *
+     * @param files the files
+     */
+    public static void evict(Iterable<Path> files) {
+        for (Path file : files) {
+            evict(file);
+        }
+    }
+
+    /**
+     * How many bytes of a file are in the page cache now ({@code mincore} over a temporary mapping).
+     *
+     * @param file the file
+     * @return resident bytes, a multiple of the page size (at most the file size rounded up)
+     */
+    public static long residentBytes(Path file) {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            long size = channel.size();
+            if (size == 0) {
+                return 0;
+            }
+            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            long pages = (size + PAGE - 1) / PAGE;
+            MemorySegment vector = arena.allocate(pages);
+            int result = (int) MINCORE.invokeExact(mapping, size, vector);
+            if (result != 0) {
+                throw new MemfitException(file + ": mincore returned " + result);
+            }
+            long resident = 0;
+            for (long p = 0; p < pages; p++) {
+                resident += vector.get(ValueLayout.JAVA_BYTE, p) & 1;
+            }
+            return resident * PAGE;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot map " + file, e);
+        } catch (MemfitException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new MemfitException(file + ": cannot read its page-cache residency: " + e, e);
+        }
+    }
+}

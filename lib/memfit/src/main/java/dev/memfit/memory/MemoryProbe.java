@@ -1,0 +1,163 @@
+package dev.memfit.memory;
+
+import dev.memfit.NativeMemory;
+import ai.djl.Device;
+import ai.djl.util.cuda.CudaUtils;
+import dev.memfit.Threads;
+
+import java.io.IOException;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Samples the process's memory on a background timer: heap, direct buffers, memfit's native and mapped memory,
+ * resident set size split into anonymous and file-backed pages (from {@code /proc/self/status}), and device memory
+ * when a GPU is given.
+ *
+ * <pre>{@code
+ * MemoryTimeline timeline;
+ * try (MemoryProbe probe = MemoryProbe.start("mapped", Duration.ofMillis(50))) {
+ *     train();
+ *     timeline = probe.stop();
+ * }
+ * long peakRss = timeline.peakRss();
+ * }</pre>
+ */
+public final class MemoryProbe implements AutoCloseable {
+
+    private static final Path PROC_STATUS = Path.of("/proc/self/status");
+
+    private final String name;
+    private final Device device;
+    private final long start = System.nanoTime();
+    private final List<MemorySample> samples = Collections.synchronizedList(new ArrayList<>());
+    private final List<MemoryTimeline.Mark> marks = Collections.synchronizedList(new ArrayList<>());
+    private final ScheduledExecutorService timer;
+    private MemoryTimeline result;
+
+    private MemoryProbe(String name, Duration interval, Device device) {
+        this.name = name;
+        this.device = device;
+        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.daemon("memfit-memory-probe"));
+        sample();
+        timer.scheduleAtFixedRate(this::sample, interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Starts sampling host memory.
+     *
+     * @param name a label for plots
+     * @param interval time between readings (10-100 ms is typical)
+     * @return the running probe
+     */
+    public static MemoryProbe start(String name, Duration interval) {
+        return new MemoryProbe(name, interval, null);
+    }
+
+    /**
+     * Starts sampling host memory and the memory of a device (measured when it is a GPU).
+     *
+     * @param name a label for plots
+     * @param interval time between readings
+     * @param device the device training runs on
+     * @return the running probe
+     */
+    public static MemoryProbe start(String name, Duration interval, Device device) {
+        return new MemoryProbe(name, interval, device);
+    }
+
+    /**
+     * Labels the current moment, such as "epoch 2".
+     *
+     * @param label the label
+     */
+    public void mark(String label) {
+        marks.add(new MemoryTimeline.Mark(elapsed(), label));
+    }
+
+    /**
+     * One reading now, outside any probe.
+     *
+     * @return the reading (its time is 0)
+     */
+    public static MemorySample now() {
+        return read(0, null);
+    }
+
+    private double elapsed() {
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    private void sample() {
+        samples.add(read(elapsed(), device));
+    }
+
+    private static MemorySample read(double seconds, Device device) {
+        MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+        long direct = 0;
+        for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+            if (pool.getName().equals("direct")) {
+                direct = pool.getMemoryUsed();
+            }
+        }
+        long[] rss = readRss();
+        long deviceBytes = -1;
+        if (device != null && device.isGpu()) {
+            deviceBytes = CudaUtils.getGpuMemory(device).getUsed();
+        }
+        return new MemorySample(seconds, memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getMax(),
+                direct, NativeMemory.ALLOCATED.bytes(), NativeMemory.MAPPED.bytes(), rss[0], rss[1], rss[2], deviceBytes);
+    }
+
+    /** VmRSS, RssAnon and RssFile in bytes, or -1 each where /proc is not there. */
+    private static long[] readRss() {
+        long[] values = {-1, -1, -1};
+        try {
+            for (String line : Files.readAllLines(PROC_STATUS)) {
+                int field = line.startsWith("VmRSS:") ? 0 : line.startsWith("RssAnon:") ? 1 : line.startsWith("RssFile:") ? 2 : -1;
+                if (field >= 0) {
+                    String[] parts = line.substring(line.indexOf(':') + 1).trim().split("\\s+");
+                    values[field] = Long.parseLong(parts[0]) * 1024;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // Not Linux: RSS is reported as -1 (not measured), never guessed.
+        }
+        return values;
+    }
+
+    /**
+     * Stops sampling, takes a last reading and returns the timeline. Idempotent.
+     *
+     * @return the timeline
+     */
+    public synchronized MemoryTimeline stop() {
+        if (result == null) {
+            timer.shutdownNow();
+            try {
+                timer.awaitTermination(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            sample();
+            result = new MemoryTimeline(name, List.copyOf(samples), List.copyOf(marks));
+        }
+        return result;
+    }
+
+    /** Stops sampling. */
+    @Override
+    public void close() {
+        stop();
+    }
+}

@@ -1,0 +1,256 @@
+package dev.memfit.prep;
+
+import dev.memfit.MemfitException;
+import dev.memfit.Progress;
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.hdf5.H5adWriter;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+
+/**
+ * Offline preprocessing of a raw-count {@code .h5ad}, out of core in two passes over {@code X}: each cell normalized to
+ * {@code targetSum} counts and {@code log1p}-transformed, then restricted to the highly variable genes, written as a
+ * new {@code .h5ad} readable by anndata.
+ *
+ * <p>Highly variable genes follow Seurat's method as scanpy implements it ({@code flavor='seurat'}): per gene, the
+ * mean and variance (ddof 1) of the normalized counts; dispersion = variance / mean; log of the dispersion and log1p of
+ * the mean; genes binned into 20 equal-width bins of mean; the dispersion normalized within its bin (z-score; a bin of
+ * one gene gets mean 0 and its own value as spread); the {@code n} genes of largest normalized dispersion kept, in
+ * their original order. Pass one accumulates the per-gene sums; pass two writes the selected columns. Memory: one
+ * chunk of rows plus a few doubles per gene.
+ */
+public final class Preprocess {
+
+    private static final int BINS = 20;
+
+    private Preprocess() {
+    }
+
+    /**
+     * Per-gene statistics and the selection.
+     *
+     * @param genes all gene names
+     * @param means log1p of the mean normalized count
+     * @param dispersions log of variance / mean (NaN when the variance is 0)
+     * @param normalizedDispersions z-score of the dispersion within its mean bin (NaN when undefined)
+     * @param selected indices of the highly variable genes, ascending
+     */
+    public record GeneStatistics(String[] genes, double[] means, double[] dispersions, double[] normalizedDispersions,
+                                 int[] selected) {
+    }
+
+    /**
+     * What was written.
+     *
+     * @param output the file
+     * @param cells cells
+     * @param genes the genes kept
+     * @param statistics the per-gene statistics of all genes
+     */
+    public record Result(Path output, long cells, int genes, GeneStatistics statistics) {
+    }
+
+    /**
+     * Preprocesses a file.
+     *
+     * @param input raw counts
+     * @param output the processed file (replaced only once complete)
+     * @param highlyVariable genes to keep, at least 1 (all genes when larger than n_vars)
+     * @param targetSum counts per cell after normalization (10,000 is the usual choice)
+     * @return what was written
+     */
+    public static Result run(Path input, Path output, int highlyVariable, double targetSum) {
+        if (highlyVariable < 1) {
+            throw new MemfitException("--hvg must be at least 1, got " + highlyVariable);
+        }
+        if (!(targetSum > 0)) {
+            throw new MemfitException("the target sum must be positive, got " + targetSum);
+        }
+        if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
+            throw new MemfitException("the output " + output + " would replace the input; choose another name");
+        }
+        try (H5ad h5ad = H5ad.open(input)) {
+            double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
+            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals);
+            int[] keep = statistics.selected();
+            String[] keptNames = Arrays.stream(keep).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
+            int genes = Math.toIntExact(h5ad.variables());
+            try (H5adWriter writer = H5adWriter.create(output, keptNames);
+                 Progress progress = Progress.bar("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
+                h5ad.forEachChunk((first, count, rows) -> {
+                    int[] starts = new int[count + 1];
+                    int[] columns = new int[count * keep.length];
+                    float[] values = new float[columns.length];
+                    int k = 0;
+                    for (int r = 0; r < count; r++) {
+                        long base = (long) r * genes;
+                        double total = cellTotals[Math.toIntExact(first + r)];   // summed in pass one
+                        double scale = total > 0 ? targetSum / total : 0;
+                        for (int j = 0; j < keep.length; j++) {
+                            float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + keep[j]);
+                            if (raw != 0) {
+                                columns[k] = j;
+                                values[k++] = (float) Math.log1p(raw * scale);
+                            }
+                        }
+                        starts[r + 1] = k;
+                    }
+                    writer.appendSparse(count, starts, columns, values);
+                    progress.step(count);
+                });
+                String[] cellNames = h5ad.index("obs");
+                if (cellNames.length == cellTotals.length) {
+                    writer.cellNames(cellNames);
+                }
+                for (Map.Entry<String, Object> column : h5ad.columns("obs").entrySet()) {
+                    writer.obs(column.getKey(), column.getValue());
+                }
+                float[] totals = new float[cellTotals.length];
+                for (int c = 0; c < totals.length; c++) {
+                    totals[c] = (float) cellTotals[c];
+                }
+                writer.obs("n_counts_raw", totals);
+                writer.var("highly_variable", fill(keep.length))
+                        .var("means", pick(statistics.means(), keep))
+                        .var("dispersions", pick(statistics.dispersions(), keep))
+                        .var("dispersions_norm", pick(statistics.normalizedDispersions(), keep));
+                writer.commit();
+            }
+            return new Result(output, h5ad.observations(), keep.length, statistics);
+        }
+    }
+
+    /**
+     * Pass one: per-gene statistics of the normalized counts and the highly variable genes.
+     *
+     * @param h5ad raw counts
+     * @param highlyVariable genes to select
+     * @param targetSum counts per cell after normalization
+     * @return the statistics
+     */
+    public static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum) {
+        return statistics(h5ad, highlyVariable, targetSum, new double[Math.toIntExact(h5ad.observations())]);
+    }
+
+    /** Pass one, also keeping each cell's total count for pass two. */
+    private static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum, double[] cellTotals) {
+        int genes = Math.toIntExact(h5ad.variables());
+        long cells = h5ad.observations();
+        double[] sum = new double[genes];
+        double[] sumOfSquares = new double[genes];
+        try (Progress progress = Progress.bar("pass 1/2: gene statistics", cells, "cells")) {
+            h5ad.forEachChunk((first, count, rows) -> {
+                for (int r = 0; r < count; r++) {
+                    long base = (long) r * genes;
+                    double total = rowTotal(rows, base, genes);
+                    cellTotals[Math.toIntExact(first + r)] = total;
+                    if (total <= 0) {
+                        continue;
+                    }
+                    double scale = targetSum / total;
+                    for (int g = 0; g < genes; g++) {
+                        float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + g);
+                        if (raw != 0) {
+                            // the round trip through float32 log1p and back, as scanpy sees expm1 of the stored data
+                            double normalized = Math.expm1((float) Math.log1p(raw * scale));
+                            sum[g] += normalized;
+                            sumOfSquares[g] += normalized * normalized;
+                        }
+                    }
+                }
+                progress.step(count);
+            });
+        }
+        double[] means = new double[genes];
+        double[] dispersions = new double[genes];
+        for (int g = 0; g < genes; g++) {
+            double mean = sum[g] / cells;
+            double variance = cells > 1 ? (sumOfSquares[g] / cells - mean * mean) * cells / (cells - 1) : 0;
+            if (mean == 0) {
+                mean = 1e-12;
+            }
+            double dispersion = variance / mean;
+            dispersions[g] = dispersion == 0 ? Double.NaN : Math.log(dispersion);
+            means[g] = Math.log1p(mean);
+        }
+        double[] normalized = normalizeWithinBins(means, dispersions);
+        return new GeneStatistics(h5ad.index("var"), means, dispersions, normalized, top(normalized, highlyVariable));
+    }
+
+    /** pandas' {@code cut(means, 20)}: equal-width bins, right-closed, the lowest edge lowered by 0.1% of the range. */
+    static double[] normalizeWithinBins(double[] means, double[] dispersions) {
+        double min = Arrays.stream(means).min().orElse(0);
+        double max = Arrays.stream(means).max().orElse(0);
+        int[] bin = new int[means.length];
+        double width = (max - min) / BINS;
+        for (int g = 0; g < means.length; g++) {
+            int b = width == 0 ? 0 : (int) Math.ceil((means[g] - min) / width) - 1;
+            bin[g] = Math.clamp(b, 0, BINS - 1);
+        }
+        double[] count = new double[BINS];
+        double[] sum = new double[BINS];
+        for (int g = 0; g < means.length; g++) {
+            if (!Double.isNaN(dispersions[g])) {
+                count[bin[g]]++;
+                sum[bin[g]] += dispersions[g];
+            }
+        }
+        double[] binMean = new double[BINS];
+        double[] binStd = new double[BINS];
+        for (int b = 0; b < BINS; b++) {
+            binMean[b] = count[b] > 0 ? sum[b] / count[b] : Double.NaN;
+        }
+        double[] squares = new double[BINS];
+        for (int g = 0; g < means.length; g++) {
+            if (!Double.isNaN(dispersions[g])) {
+                double d = dispersions[g] - binMean[bin[g]];
+                squares[bin[g]] += d * d;
+            }
+        }
+        for (int b = 0; b < BINS; b++) {
+            binStd[b] = count[b] > 1 ? Math.sqrt(squares[b] / (count[b] - 1)) : Double.NaN;
+            if (count[b] == 1) {
+                // scanpy: a bin of one gene gets its own dispersion as spread and 0 as centre
+                binStd[b] = binMean[b];
+                binMean[b] = 0;
+            }
+        }
+        double[] normalized = new double[means.length];
+        for (int g = 0; g < means.length; g++) {
+            normalized[g] = (dispersions[g] - binMean[bin[g]]) / binStd[bin[g]];
+        }
+        return normalized;
+    }
+
+    /** The genes whose normalized dispersion reaches the n-th largest (NaN counted as 0), ascending, as scanpy. */
+    static int[] top(double[] normalized, int n) {
+        double[] defined = Arrays.stream(normalized).filter(v -> !Double.isNaN(v)).sorted().toArray();
+        if (defined.length == 0) {
+            return new int[0];
+        }
+        double cutOff = defined[Math.max(0, defined.length - Math.min(n, defined.length))];
+        return java.util.stream.IntStream.range(0, normalized.length)
+                .filter(g -> (Double.isNaN(normalized[g]) ? 0 : normalized[g]) >= cutOff).toArray();
+    }
+
+    private static double rowTotal(java.lang.foreign.MemorySegment rows, long base, int genes) {
+        double total = 0;
+        for (int g = 0; g < genes; g++) {
+            total += rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + g);
+        }
+        return total;
+    }
+
+    private static boolean[] fill(int n) {
+        boolean[] values = new boolean[n];
+        Arrays.fill(values, true);
+        return values;
+    }
+
+    private static double[] pick(double[] values, int[] indices) {
+        return Arrays.stream(indices).mapToDouble(i -> values[i]).toArray();
+    }
+}

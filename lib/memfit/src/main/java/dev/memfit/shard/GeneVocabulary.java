@@ -1,0 +1,148 @@
+package dev.memfit.shard;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.MemfitException;
+import dev.memfit.io.hdf5.H5ad;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+
+/**
+ * A fixed, ordered list of genes that every input is mapped onto, so that shards made from different files agree
+ * column by column.
+ *
+ * @param genes the gene names, in vocabulary order
+ */
+public record GeneVocabulary(List<String> genes) {
+
+    /**
+     * Validates the list: no duplicates.
+     *
+     * @param genes the gene names
+     */
+    public GeneVocabulary {
+        genes = List.copyOf(genes);
+        if (genes.stream().distinct().count() != genes.size()) {
+            throw new MemfitException("a gene vocabulary cannot list a gene twice");
+        }
+    }
+
+    /**
+     * All genes of a file, in its {@code var} order.
+     *
+     * @param h5ad the file
+     * @return the vocabulary
+     */
+    public static GeneVocabulary fromVar(H5ad h5ad) {
+        return new GeneVocabulary(Arrays.asList(h5ad.index("var")));
+    }
+
+    /**
+     * The {@code n} genes with the largest total counts, in decreasing order of total (ties by name), computed by one
+     * streaming pass over X.
+     *
+     * @param h5ad the file
+     * @param n how many genes
+     * @return the vocabulary
+     */
+    public static GeneVocabulary topByTotalCounts(H5ad h5ad, int n) {
+        double[] totals = columnTotals(h5ad);
+        String[] names = h5ad.index("var");
+        int[] order = IntStream.range(0, names.length).boxed()
+                .sorted(Comparator.<Integer>comparingDouble(g -> -totals[g]).thenComparing(g -> names[g]))
+                .mapToInt(Integer::intValue).limit(Math.min(n, names.length)).toArray();
+        return new GeneVocabulary(Arrays.stream(order).mapToObj(g -> names[g]).toList());
+    }
+
+    /**
+     * The sum of each gene over all cells, read in chunks of rows.
+     *
+     * @param h5ad the file
+     * @return one total per gene, in var order
+     */
+    public static double[] columnTotals(H5ad h5ad) {
+        int genes = Math.toIntExact(h5ad.variables());
+        double[] totals = new double[genes];
+        h5ad.forEachChunk((first, count, rows) -> {
+            for (int r = 0; r < count; r++) {
+                for (int g = 0; g < genes; g++) {
+                    totals[g] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, (long) r * genes + g);
+                }
+            }
+        });
+        return totals;
+    }
+
+    /**
+     * The vocabulary position of each of an input's genes.
+     *
+     * @param inputGenes the input's gene names, in its column order
+     * @return for each input column, its vocabulary position, or -1 when the gene is not in the vocabulary
+     */
+    public int[] positionsOf(String[] inputGenes) {
+        Map<String, Integer> position = new HashMap<>();
+        for (int i = 0; i < genes.size(); i++) {
+            position.put(genes.get(i), i);
+        }
+        return Arrays.stream(inputGenes).mapToInt(gene -> position.getOrDefault(gene, -1)).toArray();
+    }
+
+    /**
+     * Maps rows of an input onto the vocabulary: genes the input lacks are 0, genes outside the vocabulary dropped.
+     *
+     * @param rows {@code count} rows of the input's genes, float32
+     * @param count the number of rows
+     * @param positions from {@link #positionsOf(String[])}
+     * @param into {@code count} rows of vocabulary size, float32; overwritten
+     */
+    public void project(MemorySegment rows, int count, int[] positions, MemorySegment into) {
+        long size = genes.size();
+        into.asSlice(0, count * size * Float.BYTES).fill((byte) 0);
+        for (int r = 0; r < count; r++) {
+            for (int g = 0; g < positions.length; g++) {
+                if (positions[g] >= 0) {
+                    into.setAtIndex(ValueLayout.JAVA_FLOAT, r * size + positions[g],
+                            rows.getAtIndex(ValueLayout.JAVA_FLOAT, (long) r * positions.length + g));
+                }
+            }
+        }
+    }
+
+    /**
+     * Writes the vocabulary as a JSON array of gene names.
+     *
+     * @param file the output
+     */
+    public void write(Path file) {
+        try {
+            Files.writeString(file, new ObjectMapper().writeValueAsString(genes));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + file, e);
+        }
+    }
+
+    /**
+     * Reads a vocabulary written by {@link #write(Path)} (or any JSON array of names).
+     *
+     * @param file the file
+     * @return the vocabulary
+     */
+    public static GeneVocabulary read(Path file) {
+        try {
+            String[] names = new ObjectMapper().readValue(file.toFile(), String[].class);
+            return new GeneVocabulary(Arrays.asList(names));
+        } catch (IOException e) {
+            throw new MemfitException(file + ": expected a JSON array of gene names: " + e.getMessage(), e);
+        }
+    }
+}

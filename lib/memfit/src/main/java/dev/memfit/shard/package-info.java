@@ -1,0 +1,6 @@
+/**
+ * Shards: an {@code .h5ad} converted out of core into memory-mappable {@code .npy} shards with Parquet cell tables
+ * and checksummed metadata, their validation, a store giving random access across them, and the gene vocabulary
+ * that maps every input's genes onto the shards' columns.
+ */
+package dev.memfit.shard;

@@ -1,0 +1,118 @@
+package dev.memfit.source;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.DType;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyArray;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * The rows of a {@code .npy} array as samples, memory-mapped or held in native memory.
+ *
+ * <p>Row {@code i} of an array of shape {@code (n, d1, d2...)} is sample {@code i} of shape {@code (d1, d2...)}.
+ * Fortran-order and foreign-byte-order files are translated row by row (slower, never scrambled).
+ */
+public final class NpySource implements SampleSource {
+
+    private final NpyArray array;
+    private final Shape sampleShape;
+    private final long rowBytes;
+    private final boolean contiguous;
+
+    private NpySource(NpyArray array) {
+        this.array = array;
+        long[] shape = array.shape();
+        if (shape.length == 0) {
+            throw new IllegalArgumentException(array.path() + ": a scalar array has no rows to sample");
+        }
+        this.sampleShape = new Shape(Arrays.copyOfRange(shape, 1, shape.length));
+        this.rowBytes = array.rowBytes();
+        this.contiguous = array.isRowContiguousNative();
+    }
+
+    /**
+     * Memory-maps a file: the OS pages rows in on demand, the heap holds nothing of the data.
+     *
+     * @param file the {@code .npy} file
+     * @return the source, to be closed
+     */
+    public static NpySource mapped(Path file) {
+        return new NpySource(Npy.map(file));
+    }
+
+    /**
+     * Reads a whole file into native memory first.
+     *
+     * @param file the {@code .npy} file
+     * @return the source, to be closed
+     */
+    public static NpySource inMemory(Path file) {
+        return new NpySource(Npy.load(file));
+    }
+
+    /**
+     * The underlying array.
+     *
+     * @return the array
+     */
+    public NpyArray array() {
+        return array;
+    }
+
+    @Override
+    public long size() {
+        return array.rows();
+    }
+
+    @Override
+    public Shape sampleShape() {
+        return sampleShape;
+    }
+
+    @Override
+    public DType dtype() {
+        return array.dtype();
+    }
+
+    @Override
+    public void read(long index, MemorySegment into) {
+        checkIndex(index);
+        array.copyRows(index, 1, into, 0);
+    }
+
+    @Override
+    public void readBatch(long[] indices, MemorySegment into) {
+        MemorySegment data = array.data();
+        long size = size();
+        for (int i = 0; i < indices.length; i++) {
+            long index = indices[i];
+            if (index < 0 || index >= size) {
+                checkIndex(index);
+            }
+            if (contiguous) {
+                MemorySegment.copy(data, index * rowBytes, into, i * rowBytes, rowBytes);
+            } else {
+                array.copyRows(index, 1, into, i * rowBytes);
+            }
+        }
+    }
+
+    private void checkIndex(long index) {
+        if (index < 0 || index >= size()) {
+            throw new IndexOutOfBoundsException("sample " + index + " outside [0, " + size() + ") of " + array.path());
+        }
+    }
+
+    @Override
+    public String describe() {
+        return (array.isMapped() ? "mapped " : "in-memory ") + array.path().getFileName();
+    }
+
+    @Override
+    public void close() {
+        array.close();
+    }
+}

@@ -1,0 +1,50 @@
+package dev.memfit.source;
+
+import dev.memfit.Progress;
+import dev.memfit.io.npy.FileSet;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyHeader;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Writes the samples of a source as a folder of small files, one {@code .npy} each: the layout that makes training
+ * slow on network storage, made on purpose to measure it (notebook 09) and to pack it.
+ */
+public final class SampleFiles {
+
+    private SampleFiles() {
+    }
+
+    /**
+     * Writes each sample of a source as its own {@code .npy} file ({@code sample_000000.npy}, ...), the layout
+     * {@link FileSet#open} reads.
+     *
+     * @param source the samples
+     * @param folder the folder to fill (created if needed)
+     * @return the set written
+     */
+    public static FileSet write(SampleSource source, Path folder) {
+        long[] shape = source.sampleShape().getShape();
+        int digits = Math.max(6, Long.toString(source.size()).length());
+        try (Arena arena = Arena.ofConfined();
+             Progress progress = Progress.bar("Writing " + folder.getFileName(), source.size(), "files")) {
+            Files.createDirectories(folder);
+            MemorySegment sample = arena.allocate(source.sampleBytes(), 64);
+            for (long i = 0; i < source.size(); i++) {
+                source.read(i, sample);
+                Npy.write(folder.resolve(String.format("sample_%0" + digits + "d.npy", i)),
+                        NpyHeader.of(source.dtype(), shape), sample);
+                progress.step(1);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + folder, e);
+        }
+        return FileSet.open(folder);
+    }
+}

@@ -1,0 +1,90 @@
+package dev.memfit.source;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.DType;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Random access to fixed-shape samples, possibly far larger than memory.
+ *
+ * <p>Samples are delivered in C order and the platform's byte order, whatever the storage uses. Reads are
+ * thread-safe. Sizes and indices are {@code long}.
+ */
+public interface SampleSource extends AutoCloseable {
+
+    /**
+     * The number of samples.
+     *
+     * @return the sample count
+     */
+    long size();
+
+    /**
+     * The shape of one sample, such as {@code (2000)} for a row of a matrix.
+     *
+     * @return the sample shape
+     */
+    Shape sampleShape();
+
+    /**
+     * The element type.
+     *
+     * @return the dtype
+     */
+    DType dtype();
+
+    /**
+     * The size of one sample in bytes.
+     *
+     * @return shape size times element size
+     */
+    default long sampleBytes() {
+        return sampleShape().size() * dtype().byteSize();
+    }
+
+    /**
+     * The size of the whole data set in bytes.
+     *
+     * @return samples times bytes per sample
+     */
+    default long totalBytes() {
+        return Math.multiplyExact(size(), sampleBytes());
+    }
+
+    /**
+     * Copies one sample.
+     *
+     * @param index the sample index in {@code [0, size())}
+     * @param into where to write {@link #sampleBytes()} bytes, at offset 0
+     */
+    void read(long index, MemorySegment into);
+
+    /**
+     * Copies several samples one after the other; sources override it to coalesce I/O.
+     *
+     * @param indices the sample indices, in the order wanted
+     * @param into where to write {@code indices.length * sampleBytes()} bytes
+     */
+    default void readBatch(long[] indices, MemorySegment into) {
+        long bytes = sampleBytes();
+        for (int i = 0; i < indices.length; i++) {
+            read(indices[i], into.asSlice(i * bytes, bytes));
+        }
+    }
+
+    /**
+     * A one-line description for tables and messages, such as {@code mapped counts.npy}.
+     *
+     * @return the description
+     */
+    default String describe() {
+        return getClass().getSimpleName();
+    }
+
+    /**
+     * Releases files and memory.
+     */
+    @Override
+    void close();
+}

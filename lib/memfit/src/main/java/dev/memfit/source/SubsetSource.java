@@ -1,0 +1,85 @@
+package dev.memfit.source;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.DType;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A view of some samples of another source, renumbered from 0: train on a random subset without copying anything.
+ */
+public final class SubsetSource implements SampleSource {
+
+    private final SampleSource base;
+    private final long[] indices;
+    private final boolean ownsBase;
+
+    /**
+     * Creates the view.
+     *
+     * @param base the full source
+     * @param indices the samples to keep, each in {@code [0, base.size())}
+     * @param ownsBase whether closing the view closes the base
+     */
+    public SubsetSource(SampleSource base, long[] indices, boolean ownsBase) {
+        for (long index : indices) {
+            if (index < 0 || index >= base.size()) {
+                throw new IndexOutOfBoundsException("subset index " + index + " outside [0, " + base.size() + ") of " + base.describe());
+            }
+        }
+        this.base = base;
+        this.indices = indices.clone();
+        this.ownsBase = ownsBase;
+    }
+
+    /**
+     * The index in the base source of a subset sample.
+     *
+     * @param index the subset index
+     * @return the base index
+     */
+    public long baseIndex(long index) {
+        return indices[Math.toIntExact(index)];
+    }
+
+    @Override
+    public long size() {
+        return indices.length;
+    }
+
+    @Override
+    public Shape sampleShape() {
+        return base.sampleShape();
+    }
+
+    @Override
+    public DType dtype() {
+        return base.dtype();
+    }
+
+    @Override
+    public void read(long index, MemorySegment into) {
+        base.read(baseIndex(index), into);
+    }
+
+    @Override
+    public void readBatch(long[] batch, MemorySegment into) {
+        long[] mapped = new long[batch.length];
+        for (int i = 0; i < batch.length; i++) {
+            mapped[i] = baseIndex(batch[i]);
+        }
+        base.readBatch(mapped, into);
+    }
+
+    @Override
+    public String describe() {
+        return indices.length + " of " + base.describe();
+    }
+
+    @Override
+    public void close() {
+        if (ownsBase) {
+            base.close();
+        }
+    }
+}

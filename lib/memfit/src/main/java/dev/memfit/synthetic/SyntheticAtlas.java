@@ -1,0 +1,224 @@
+package dev.memfit.synthetic;
+
+import dev.memfit.MemfitException;
+import dev.memfit.Progress;
+import dev.memfit.io.hdf5.H5adWriter;
+import org.apache.commons.rng.UniformRandomProvider;
+import org.apache.commons.rng.sampling.PermutationSampler;
+import org.apache.commons.rng.sampling.distribution.AhrensDieterMarsagliaTsangGammaSampler;
+import org.apache.commons.rng.sampling.distribution.ContinuousSampler;
+import org.apache.commons.rng.sampling.distribution.GaussianSampler;
+import org.apache.commons.rng.sampling.distribution.PoissonSampler;
+import org.apache.commons.rng.sampling.distribution.ZigguratSampler;
+import org.apache.commons.rng.simple.RandomSource;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.IntStream;
+
+/**
+ * A synthetic single-cell atlas with known cell types, written as {@code .h5ad} chunk by chunk (memory bounded by a
+ * few chunks whatever the number of cells).
+ *
+ * <p>Counts are negative binomial (a gamma-Poisson mixture, the usual model of UMI counts): cell {@code c} of type
+ * {@code t} has for gene {@code g} the mean {@code size_c * base_g * fold_{t,g}}, where {@code base_g} is log-normal
+ * across genes (a few highly expressed genes, many rare ones), {@code size_c} is a log-normal library size, and each
+ * type multiplies its own program of genes by {@code foldChange}. Types are drawn with the given proportions (e.g. 90%,
+ * 9%, 1%), so rare types are really rare. Everything follows from the seed: the same spec writes the same bytes,
+ * whatever the number of threads.
+ */
+public final class SyntheticAtlas {
+
+    private static final int CHUNK = 2048;
+
+    private SyntheticAtlas() {
+    }
+
+    /**
+     * What to generate.
+     *
+     * @param cells the number of cells
+     * @param genes the number of genes
+     * @param types the cell type names
+     * @param proportions the expected share of each type, summing to 1
+     * @param programGenes genes in each type's program (disjoint between types)
+     * @param foldChange how much a type's program raises its genes' means
+     * @param meanExpression the median over genes of the baseline mean count, which sets the density of X
+     * @param dispersion the negative binomial dispersion (variance = mean + dispersion * mean^2)
+     * @param seed the seed
+     */
+    public record Spec(long cells, int genes, List<String> types, double[] proportions, int programGenes,
+                       double foldChange, double meanExpression, double dispersion, long seed) {
+
+        /** Checks the spec. */
+        public Spec {
+            types = List.copyOf(types);
+            proportions = proportions.clone();
+            if (cells < 1 || cells > Integer.MAX_VALUE - 8 || genes < 1) {
+                throw new MemfitException("an atlas needs 1 to 2^31 cells and at least one gene, got " + cells + " x " + genes);
+            }
+            if (types.size() != proportions.length || types.isEmpty()) {
+                throw new MemfitException(types.size() + " cell types for " + proportions.length + " proportions");
+            }
+            if (Math.abs(Arrays.stream(proportions).sum() - 1) > 1e-6 || Arrays.stream(proportions).anyMatch(p -> p < 0)) {
+                throw new MemfitException("proportions must be non-negative and sum to 1: " + Arrays.toString(proportions));
+            }
+            if ((long) programGenes * types.size() > genes) {
+                throw new MemfitException(types.size() + " programs of " + programGenes + " genes do not fit in " + genes + " genes");
+            }
+        }
+
+        /**
+         * Three types of 90%, 9% and 1%, programs of 5% of the genes each raised 3x, about 10% of X non-zero.
+         *
+         * @param cells the number of cells
+         * @param genes the number of genes
+         * @param seed the seed
+         * @return the spec
+         */
+        public static Spec imbalanced(long cells, int genes, long seed) {
+            return new Spec(cells, genes, List.of("common", "uncommon", "rare"), new double[]{0.90, 0.09, 0.01},
+                    Math.max(1, genes / 20), 3.0, 0.04, 0.5, seed);
+        }
+    }
+
+    /**
+     * What was written.
+     *
+     * @param file the {@code .h5ad}
+     * @param labels each cell's type index into {@link Spec#types()}
+     * @param typeCounts cells per type
+     * @param storedValues non-zero values in X
+     */
+    public record Atlas(Path file, int[] labels, long[] typeCounts, long storedValues) {
+
+        /**
+         * The fraction of X that is non-zero.
+         *
+         * @param genes the number of genes
+         * @return the density
+         */
+        public double density(int genes) {
+            return (double) storedValues / ((double) labels.length * genes);
+        }
+    }
+
+    /**
+     * Generates and writes an atlas, with a progress bar.
+     *
+     * @param output the {@code .h5ad} to write (replaced only once complete)
+     * @param spec what to generate
+     * @return what was written
+     */
+    public static Atlas write(Path output, Spec spec) {
+        int cells = Math.toIntExact(spec.cells());
+        UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(spec.seed());
+        int[] labels = new int[cells];
+        double[] cumulative = new double[spec.proportions().length];
+        for (int t = 0; t < cumulative.length; t++) {
+            cumulative[t] = (t == 0 ? 0 : cumulative[t - 1]) + spec.proportions()[t];
+        }
+        long[] typeCounts = new long[cumulative.length];
+        for (int c = 0; c < cells; c++) {
+            double u = rng.nextDouble();
+            int t = 0;
+            while (t < cumulative.length - 1 && u >= cumulative[t]) {
+                t++;
+            }
+            labels[c] = t;
+            typeCounts[t]++;
+        }
+        ContinuousSampler normal = GaussianSampler.of(ZigguratSampler.NormalizedGaussian.of(rng), 0, 1);
+        double[] baseMean = new double[spec.genes()];
+        for (int g = 0; g < baseMean.length; g++) {
+            baseMean[g] = spec.meanExpression() * Math.exp(1.5 * normal.sample());
+        }
+        // disjoint random programs: the first programGenes * types entries of a random permutation of the genes
+        int[] permutation = PermutationSampler.natural(spec.genes());
+        PermutationSampler.shuffle(rng, permutation);
+        float[][] fold = new float[cumulative.length][spec.genes()];
+        String[] program = new String[spec.genes()];
+        Arrays.fill(program, "none");
+        for (float[] row : fold) {
+            Arrays.fill(row, 1f);
+        }
+        for (int t = 0; t < cumulative.length; t++) {
+            for (int i = 0; i < spec.programGenes(); i++) {
+                int gene = permutation[t * spec.programGenes() + i];
+                fold[t][gene] = (float) spec.foldChange();
+                program[gene] = spec.types().get(t);
+            }
+        }
+        String[] geneNames = new String[spec.genes()];
+        for (int g = 0; g < geneNames.length; g++) {
+            geneNames[g] = String.format("GENE%05d", g);
+        }
+        String[] typeNames = new String[cells];
+        String[] donors = new String[cells];
+        float[] totals = new float[cells];
+        long stored = 0;
+        int chunks = (cells + CHUNK - 1) / CHUNK;
+        int window = Math.max(1, Runtime.getRuntime().availableProcessors());
+        try (H5adWriter writer = H5adWriter.create(output, geneNames);
+             Progress progress = Progress.bar("generating " + output.getFileName(), cells, "cells")) {
+            for (int from = 0; from < chunks; from += window) {
+                // a window of chunks generated in parallel, written in order: same bytes for any thread count
+                List<Chunk> generated = IntStream.range(from, Math.min(chunks, from + window)).parallel()
+                        .mapToObj(i -> chunk(spec, i, labels, baseMean, fold)).toList();
+                for (Chunk chunk : generated) {
+                    writer.appendSparse(chunk.count, chunk.starts, chunk.columns, chunk.values);
+                    stored += chunk.starts[chunk.count];
+                    System.arraycopy(chunk.totals, 0, totals, chunk.first, chunk.count);
+                    progress.step(chunk.count);
+                }
+            }
+            for (int c = 0; c < cells; c++) {
+                typeNames[c] = spec.types().get(labels[c]);
+                donors[c] = "donor" + (c % 4);
+            }
+            writer.obs("cell_type", typeNames).obs("donor", donors).obs("n_counts", totals);
+            writer.var("program", program).var("base_mean", baseMean.clone());
+            writer.commit();
+        }
+        return new Atlas(output, labels, typeCounts, stored);
+    }
+
+    private record Chunk(int first, int count, int[] starts, int[] columns, float[] values, float[] totals) {
+    }
+
+    private static Chunk chunk(Spec spec, int index, int[] labels, double[] baseMean, float[][] fold) {
+        UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(new long[]{spec.seed(), index + 1L});
+        ContinuousSampler normal = GaussianSampler.of(ZigguratSampler.NormalizedGaussian.of(rng), 0, 0.3);
+        double shape = 1 / spec.dispersion();
+        ContinuousSampler gamma = AhrensDieterMarsagliaTsangGammaSampler.of(rng, shape, 1);
+        int first = index * CHUNK;
+        int count = Math.min(CHUNK, labels.length - first);
+        int genes = baseMean.length;
+        int[] starts = new int[count + 1];
+        int[] columns = new int[Math.max(16, (int) Math.min((long) count * genes, 1L << 20))];
+        float[] values = new float[columns.length];
+        float[] totals = new float[count];
+        int k = 0;
+        for (int r = 0; r < count; r++) {
+            double size = Math.exp(normal.sample());
+            float[] typeFold = fold[labels[first + r]];
+            for (int g = 0; g < genes; g++) {
+                double mean = size * baseMean[g] * typeFold[g];
+                double lambda = mean * spec.dispersion() * gamma.sample();
+                int value = lambda <= 0 ? 0 : PoissonSampler.of(rng, lambda).sample();
+                if (value != 0) {
+                    if (k == columns.length) {
+                        columns = Arrays.copyOf(columns, columns.length * 2);
+                        values = Arrays.copyOf(values, values.length * 2);
+                    }
+                    columns[k] = g;
+                    values[k++] = value;
+                    totals[r] += value;
+                }
+            }
+            starts[r + 1] = k;
+        }
+        return new Chunk(first, count, starts, columns, values, totals);
+    }
+}

@@ -1,0 +1,92 @@
+package dev.memfit.data;
+
+import dev.memfit.MemfitException;
+import dev.memfit.PythonPeer;
+import dev.memfit.io.hdf5.H5ad;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class H5adStreamTest {
+
+    @TempDir
+    static Path dir;
+    static Path file;
+
+    @BeforeAll
+    static void atlas() {
+        file = dir.resolve("stream.h5ad");
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, scipy.sparse as sp, anndata as ad
+                rng = np.random.default_rng(2)
+                x = ((rng.random((203, 25)) < 0.3) * rng.integers(1, 50, (203, 25))).astype(np.float32)
+                ad.AnnData(sp.csr_matrix(x)).write_h5ad(sys.argv[1])
+                print('ok')
+                """, file));
+    }
+
+    private static List<Long> order(H5adStream stream, long epoch, MemorySegment all) {
+        List<Long> order = new ArrayList<>();
+        long rowBytes = 25 * Float.BYTES;
+        for (Batch batch : stream.epoch(epoch)) {
+            long[] indices = batch.indices();
+            for (int i = 0; i < indices.length; i++) {
+                assertEquals(-1, batch.data().asSlice(i * rowBytes, rowBytes).mismatch(all.asSlice(indices[i] * rowBytes, rowBytes)),
+                        "cell " + indices[i] + " carries its own row");
+                order.add(indices[i]);
+            }
+            assertTrue(batch.size() <= 10);
+        }
+        return order;
+    }
+
+    @Test
+    void everyCellOncePerEpochInANewOrder() {
+        try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined();
+             H5adStream stream = H5adStream.open(file, 16, 48, 10, 3, 7);
+             H5adStream again = H5adStream.open(file, 16, 48, 10, 1, 7)) {
+            MemorySegment all = arena.allocate(203L * 25 * 4);
+            h5ad.readRows(0, 203, all);
+            List<Long> first = order(stream, 0, all);
+            List<Long> second = order(stream, 1, all);
+            for (List<Long> epoch : List.of(first, second)) {
+                Set<Long> distinct = new HashSet<>(epoch);
+                assertEquals(203, epoch.size());
+                assertEquals(203, distinct.size());
+            }
+            assertNotEquals(first, second, "a different order every epoch");
+            assertEquals(first, order(again, 0, all), "same seed, same order, whatever the number of readers");
+            // shuffle buffer 48 cells + 3 chunks of 16 read ahead (one per reader) + two batches of 10
+            assertEquals((48 + 3 * 16 + 2 * 10) * 25L * 4, stream.bufferMemory());
+        }
+        assertThrows(MemfitException.class, () -> H5adStream.open(file, 16, 8, 10, 1, 7), "buffer smaller than a chunk");
+    }
+
+    @Test
+    void anEpochLeftEarlyDoesNotStarveTheNext() {
+        try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
+             H5adStream stream = H5adStream.open(file, 16, 48, 10, 2, 7)) {
+            MemorySegment all = arena.allocate(203L * 25 * 4);
+            h5ad.readRows(0, 203, all);
+            var early = stream.epoch(0).iterator();
+            early.next();
+            early.next(); // reads still in flight hold chunk buffers
+            List<Long> next = order(stream, 1, all);
+            assertEquals(203, new HashSet<>(next).size(), "the next epoch still yields every cell once");
+            assertEquals(order(stream, 1, all), next, "and in its own order, unaffected by the abandoned epoch");
+        }
+    }
+}

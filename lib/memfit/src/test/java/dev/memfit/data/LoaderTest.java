@@ -1,0 +1,228 @@
+package dev.memfit.data;
+
+import dev.memfit.source.ArraySource;
+import dev.memfit.source.NpySource;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.dataset.Batch;
+import dev.memfit.MemfitException;
+import dev.memfit.DType;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.io.npy.NpyWriter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LoaderTest {
+
+    private static final int ROWS = 103;
+    private static final int COLS = 7;
+
+    /** A float32 matrix whose element (r, c) is r * 1000 + c. */
+    private static Path matrix(Path dir, String name, NpyHeader layout) {
+        Path file = dir.resolve(name);
+        float[] values = new float[ROWS * COLS];
+        for (int r = 0; r < ROWS; r++) {
+            for (int c = 0; c < COLS; c++) {
+                values[r * COLS + c] = r * 1000 + c;
+            }
+        }
+        try (NpyWriter writer = Npy.create(file, layout)) {
+            writer.writeRows(0, MemorySegment.ofArray(values));
+            writer.commit();
+        }
+        return file;
+    }
+
+    private static Path matrix(Path dir) {
+        return matrix(dir, "m.npy", NpyHeader.of(DType.FLOAT32, ROWS, COLS));
+    }
+
+    private static List<float[]> collect(Loader loader, long epoch) {
+        List<float[]> batches = new ArrayList<>();
+        for (dev.memfit.data.Batch batch : loader.epoch(epoch)) {
+            batches.add(batch.toFloatArray());
+        }
+        return batches;
+    }
+
+    @Test
+    void everyRowOncePerEpochWithItsOwnValues(@TempDir Path dir) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(10).shuffle(1).loader()) {
+            assertEquals(11, loader.batchesPerEpoch());
+            Set<Long> seen = new HashSet<>();
+            for (dev.memfit.data.Batch batch : loader.epoch(0)) {
+                float[] values = batch.toFloatArray();
+                long[] indices = batch.indices();
+                assertEquals(new Shape(indices.length, COLS), batch.shape());
+                for (int i = 0; i < indices.length; i++) {
+                    assertTrue(seen.add(indices[i]), "row " + indices[i] + " twice");
+                    for (int c = 0; c < COLS; c++) {
+                        assertEquals(indices[i] * 1000 + c, values[i * COLS + c], 0f);
+                    }
+                }
+            }
+            assertEquals(ROWS, seen.size());
+        }
+    }
+
+    @Test
+    void sameSeedSameBatchesWhateverTheSource(@TempDir Path dir) {
+        Path file = matrix(dir);
+        Path fortranBigEndian = matrix(dir, "fb.npy", NpyHeader.of(DType.FLOAT32, ROWS, COLS)
+                .withFortranOrder(true).withByteOrder(ByteOrder.BIG_ENDIAN));
+        List<List<float[]>> runs = new ArrayList<>();
+        try (Loader mapped = Datasets.npy(file).mapped().batchSize(16).shuffle(7).threads(2).prefetch(3).loader();
+             Loader memory = Datasets.npy(file).inMemory().batchSize(16).shuffle(7).threads(0).loader();
+             Loader translated = Datasets.npy(fortranBigEndian).mapped().batchSize(16).shuffle(7).loader();
+             NpySource source = NpySource.inMemory(file);
+             ArraySource copy = ArraySource.allocate("copy", ROWS, new Shape(COLS), DType.FLOAT32)) {
+            MemorySegment.copy(source.array().data(), 0, copy.data(), 0, copy.totalBytes());
+            try (Loader array = Datasets.of(copy).batchSize(16).shuffle(7).loader()) {
+                for (Loader loader : List.of(mapped, memory, translated, array)) {
+                    runs.add(collect(loader, 3));
+                }
+            }
+        }
+        for (List<float[]> run : runs.subList(1, runs.size())) {
+            assertEquals(runs.get(0).size(), run.size());
+            for (int b = 0; b < run.size(); b++) {
+                assertArrayEquals(runs.get(0).get(b), run.get(b), "batch " + b);
+            }
+        }
+    }
+
+    @Test
+    void shuffleDiffersPerEpochAndSeedButRepeats(@TempDir Path dir) {
+        Path file = matrix(dir);
+        try (Loader a = Datasets.npy(file).mapped().batchSize(ROWS).shuffle(5).loader();
+             Loader b = Datasets.npy(file).mapped().batchSize(ROWS).shuffle(6).loader()) {
+            float[] epoch0 = collect(a, 0).get(0);
+            float[] epoch1 = collect(a, 1).get(0);
+            float[] again0 = collect(a, 0).get(0);
+            float[] otherSeed = collect(b, 0).get(0);
+            assertArrayEquals(epoch0, again0);
+            assertNotEquals(Arrays.toString(epoch0), Arrays.toString(epoch1));
+            assertNotEquals(Arrays.toString(epoch0), Arrays.toString(otherSeed));
+        }
+    }
+
+    @Test
+    void dropLastAndPartialLastBatch(@TempDir Path dir) {
+        Path file = matrix(dir);
+        try (Loader keep = Datasets.npy(file).mapped().batchSize(25).loader();
+             Loader drop = Datasets.npy(file).mapped().batchSize(25).dropLast(true).loader()) {
+            List<Integer> sizes = new ArrayList<>();
+            keep.epoch(0).forEach(batch -> sizes.add(batch.size()));
+            assertEquals(List.of(25, 25, 25, 25, 3), sizes);
+            sizes.clear();
+            drop.epoch(0).forEach(batch -> sizes.add(batch.size()));
+            assertEquals(List.of(25, 25, 25, 25), sizes);
+        }
+        MemfitException e = assertThrows(MemfitException.class,
+                () -> Datasets.npy(file).mapped().batchSize(500).dropLast(true).loader());
+        assertTrue(e.getMessage().contains("batch size 500 is larger than the 103 samples"), e.getMessage());
+        assertThrows(MemfitException.class, () -> Datasets.npy(file).mapped().batchSize(0).loader());
+    }
+
+    @Test
+    void leavingAnEpochEarlyDoesNotBlockTheNext(@TempDir Path dir) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(4).shuffle(2).prefetch(4).threads(2).loader()) {
+            for (dev.memfit.data.Batch batch : loader.epoch(0)) {
+                if (batch.number() == 2) {
+                    break;
+                }
+            }
+            assertEquals(26, collect(loader, 1).size());
+            assertEquals(26, collect(loader, 1).size());
+        }
+    }
+
+    @Test
+    void batchesAreReleasedWhenTheNextIsTaken(@TempDir Path dir) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(10).loader()) {
+            var iterator = loader.epoch(0).iterator();
+            dev.memfit.data.Batch first = iterator.next();
+            iterator.next();
+            IllegalStateException e = assertThrows(IllegalStateException.class, first::data);
+            assertTrue(e.getMessage().contains("was released"));
+        }
+    }
+
+    @Test
+    void convertsIntegerCountsToFloat(@TempDir Path dir) {
+        Path file = dir.resolve("counts.npy");
+        int[] counts = new int[ROWS * COLS];
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = i * 3;
+        }
+        Npy.write(file, NpyHeader.of(DType.INT32, ROWS, COLS), MemorySegment.ofArray(counts));
+        try (Loader loader = Datasets.npy(file).mapped().batchSize(8).convertTo(DType.FLOAT32).loader()) {
+            dev.memfit.data.Batch batch = loader.epoch(0).iterator().next();
+            assertEquals(DType.FLOAT32, batch.dtype());
+            float[] values = batch.toFloatArray();
+            for (int i = 0; i < values.length; i++) {
+                assertEquals(i * 3, values[i], 0f);
+            }
+        }
+        Path doubles = dir.resolve("doubles.npy");
+        double[] values = new double[ROWS * COLS];
+        Arrays.setAll(values, i -> i + 0.5);
+        Npy.write(doubles, NpyHeader.of(DType.FLOAT64, ROWS, COLS), MemorySegment.ofArray(values));
+        try (Loader loader = Datasets.npy(doubles).mapped().batchSize(8).convertTo(DType.FLOAT32).loader()) {
+            float[] batch = loader.epoch(0).iterator().next().toFloatArray();
+            assertEquals(8 * COLS, batch.length);
+            assertEquals(55.5f, batch[55], 0f);
+        }
+    }
+
+    @Test
+    void ndArraySharesTheBatchMemory(@TempDir Path dir) {
+        try (Loader loader = Datasets.npy(matrix(dir)).inMemory().batchSize(5).loader();
+             NDManager manager = NDManager.newBaseManager()) {
+            dev.memfit.data.Batch batch = loader.epoch(0).iterator().next();
+            NDArray x = batch.toNDArray(manager);
+            assertEquals(new Shape(5, COLS), x.getShape());
+            assertEquals(2003f, x.getFloat(2, 3), 0f);
+            batch.data().set(ValueLayout.JAVA_FLOAT, (2L * COLS + 3) * Float.BYTES, -1f);
+            assertEquals(-1f, x.getFloat(2, 3), 0f, "the NDArray must view the batch buffer, not a copy");
+        }
+    }
+
+    @Test
+    void djlDatasetAdapterYieldsTheRows(@TempDir Path dir) throws Exception {
+        try (NpySource source = NpySource.mapped(matrix(dir)); NDManager manager = NDManager.newBaseManager()) {
+            SourceDataset dataset = SourceDataset.builder().setSource(source).setSampling(20, false).build();
+            assertEquals(ROWS, dataset.size());
+            int batches = 0;
+            long rows = 0;
+            for (Batch batch : dataset.getData(manager)) {
+                NDArray x = batch.getData().singletonOrThrow();
+                assertEquals(COLS, x.getShape().get(1));
+                assertEquals(rows * 1000 + 6, x.getFloat(0, 6), 0f);
+                rows += x.getShape().get(0);
+                batches++;
+                batch.close();
+            }
+            assertEquals(6, batches);
+            assertEquals(ROWS, rows);
+        }
+    }
+}

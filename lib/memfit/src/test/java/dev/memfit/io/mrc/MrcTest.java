@@ -1,0 +1,194 @@
+package dev.memfit.io.mrc;
+
+import dev.memfit.DType;
+import dev.memfit.InvalidFileException;
+import dev.memfit.io.storage.Storage;
+import dev.memfit.PythonPeer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** MRC2014 both directions against Debian's mrcfile, and each kind of bad file. */
+class MrcTest {
+
+    private static final int NX = 6;
+    private static final int NY = 4;
+    private static final int NZ = 5;
+
+    /** Pixel (z, y, x) holds z*100 + y*10 + x, minus 250 for signed modes so negatives are covered. */
+    private static float value(String mode, long z, long y, long x) {
+        float v = z * 100 + y * 10 + x;
+        return mode.equals("0") ? (v % 200) - 100 : mode.equals("6") ? v : mode.equals("12") ? (v - 250) / 4f : v - 250;
+    }
+
+    private static final String WRITE_WITH_MRCFILE = """
+            import sys, numpy as np, mrcfile
+            d = sys.argv[1]
+            types = {'0': np.int8, '1': np.int16, '2': np.float32, '6': np.uint16, '12': np.float16}
+            z, y, x = np.meshgrid(np.arange(5), np.arange(4), np.arange(6), indexing='ij')
+            v = (z * 100 + y * 10 + x).astype(np.float64)
+            for mode, t in types.items():
+                data = {'0': (v % 200) - 100, '6': v, '12': (v - 250) / 4}.get(mode, v - 250).astype(t)
+                for ext in (False, True):
+                    name = f'{d}/m{mode}{"_ext" if ext else ""}.mrcs'
+                    with mrcfile.new(name, overwrite=True) as mrc:
+                        mrc.set_data(data)
+                        mrc.set_image_stack()
+                        mrc.voxel_size = 1.5
+                        if ext:
+                            mrc.set_extended_header(np.arange(25, dtype=np.int32))
+                    if mode == '2' and not ext:
+                        # the same file in big-endian order, built by hand: swap each header word and the data
+                        raw = bytearray(open(name, 'rb').read())
+                        words = np.frombuffer(bytes(raw[:224]), dtype='<u4').byteswap()
+                        raw[:224] = words.tobytes()
+                        raw[104:108] = open(name, 'rb').read()[104:108]
+                        raw[208:212] = b'MAP '
+                        raw[212:216] = bytes([0x11, 0x11, 0, 0])
+                        raw[1024:] = np.frombuffer(bytes(raw[1024:]), dtype='<f4').astype('>f4').tobytes()
+                        open(f'{d}/m2_be.mrcs', 'wb').write(raw)
+            print('ok')
+            """;
+
+    @Test
+    void readsWhatMrcfileWrites(@TempDir Path dir) {
+        assertEquals("ok", PythonPeer.run(WRITE_WITH_MRCFILE, dir));
+        int files = 0;
+        try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined()) {
+            for (String name : new String[]{"m0", "m1", "m2", "m6", "m12", "m0_ext", "m1_ext", "m2_ext", "m6_ext", "m12_ext", "m2_be"}) {
+                Path file = dir.resolve(name + ".mrcs");
+                String mode = name.substring(1).split("_")[0];
+                MrcHeader header = Mrc.readHeader(file);
+                assertEquals(NX, header.nx(), name);
+                assertEquals(NY, header.ny(), name);
+                assertEquals(NZ, header.nz(), name);
+                assertEquals(1.5, header.voxelSize(), 1e-6, name);
+                assertEquals(name.endsWith("_ext") ? 100 : 0, header.extendedHeaderBytes(), name);
+                assertEquals(name.endsWith("_be") ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN, header.byteOrder(), name);
+                MemorySegment images = arena.allocate(3L * NX * NY * Float.BYTES);
+                Mrc.readImages(storage, file, header, 2, 3, images);
+                for (int z = 0; z < 3; z++) {
+                    for (int y = 0; y < NY; y++) {
+                        for (int x = 0; x < NX; x++) {
+                            float got = images.getAtIndex(ValueLayout.JAVA_FLOAT, ((long) z * NY + y) * NX + x);
+                            assertEquals(value(mode, z + 2, y, x), got, 0f, name + " at " + (z + 2) + "," + y + "," + x);
+                        }
+                    }
+                }
+                files++;
+            }
+        }
+        assertEquals(11, files);
+    }
+
+    @Test
+    void mrcfileReadsAndValidatesWhatWeWrite(@TempDir Path dir) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment images = arena.allocate((long) NZ * NY * NX * Float.BYTES);
+            for (String mode : new String[]{"0", "1", "2", "6", "12"}) {
+                for (int z = 0; z < NZ; z++) {
+                    for (int y = 0; y < NY; y++) {
+                        for (int x = 0; x < NX; x++) {
+                            images.setAtIndex(ValueLayout.JAVA_FLOAT, ((long) z * NY + y) * NX + x, value(mode, z, y, x));
+                        }
+                    }
+                }
+                DType dtype = switch (mode) {
+                    case "0" -> DType.INT8;
+                    case "1" -> DType.INT16;
+                    case "6" -> DType.UINT16;
+                    case "12" -> DType.FLOAT16;
+                    default -> DType.FLOAT32;
+                };
+                Mrc.write(dir.resolve("w" + mode + ".mrcs"), MrcHeader.stack(NX, NY, NZ, dtype, 2.25), images);
+            }
+        }
+        String out = PythonPeer.run("""
+                import sys, io, contextlib, numpy as np, mrcfile
+                d = sys.argv[1]
+                z, y, x = np.meshgrid(np.arange(5), np.arange(4), np.arange(6), indexing='ij')
+                v = (z * 100 + y * 10 + x).astype(np.float64)
+                bad = []
+                for mode in ('0', '1', '2', '6', '12'):
+                    name = f'{d}/w{mode}.mrcs'
+                    report = io.StringIO()
+                    with contextlib.redirect_stdout(report):
+                        valid = mrcfile.validate(name)
+                    # mrcfile 1.4 computes the RMS of float16 data in float16 and overflows to inf: its own bug
+                    valid = valid or (mode == '12' and 'RMS deviation is inf' in report.getvalue())
+                    with mrcfile.open(name, permissive=False) as mrc:
+                        want = {'0': (v % 200) - 100, '6': v, '12': (v - 250) / 4}.get(mode, v - 250)
+                        ok = (valid and mrc.is_image_stack() and int(mrc.header.mode) == int(mode)
+                              and mrc.data.shape == (5, 4, 6) and np.allclose(mrc.data.astype(np.float64), want)
+                              and abs(float(mrc.voxel_size.x) - 2.25) < 1e-6
+                              and abs(float(mrc.header.dmax) - want.max()) < 1e-3
+                              and abs(float(mrc.header.dmean) - want.mean()) < 1e-2)
+                    if not ok:
+                        bad.append(mode + ': ' + report.getvalue().strip() + f' (valid={valid}, mode={int(mrc.header.mode)}, dmax={float(mrc.header.dmax)}, dmean={float(mrc.header.dmean)}, want {want.max()} {want.mean()}, stack={mrc.is_image_stack()})')
+                print('; '.join(bad) if bad else 'all valid')
+                """, dir);
+        assertEquals("all valid", out);
+    }
+
+    private static Path stack(Path dir) {
+        try (Arena arena = Arena.ofConfined()) {
+            return Mrc.write(dir.resolve("ok.mrcs"), MrcHeader.stack(NX, NY, NZ, DType.FLOAT32, 1),
+                    arena.allocate((long) NZ * NY * NX * Float.BYTES));
+        }
+    }
+
+    @Test
+    void truncatedStack(@TempDir Path dir) throws IOException {
+        byte[] bytes = Files.readAllBytes(stack(dir));
+        Path cut = dir.resolve("cut.mrcs");
+        Files.write(cut, Arrays.copyOf(bytes, bytes.length - NX * NY * 4 - 7));
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> Mrc.readHeader(cut));
+        assertTrue(e.getMessage().startsWith(cut + " at byte 1024: expected 5 images of 6x4 f4"), e.getMessage());
+        assertTrue(e.getMessage().contains("(truncated?)"), e.getMessage());
+    }
+
+    @Test
+    void imageCountDisagreesWithSize(@TempDir Path dir) throws IOException {
+        byte[] bytes = Files.readAllBytes(stack(dir));
+        bytes[8] = 7; // NZ = 7 in a file holding 5 images
+        Path wrong = dir.resolve("wrong.mrcs");
+        Files.write(wrong, bytes);
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> Mrc.readHeader(wrong));
+        assertTrue(e.getMessage().contains("expected 7 images of 6x4"), e.getMessage());
+        assertTrue(e.getMessage().contains("room for 5 images"), e.getMessage());
+    }
+
+    @Test
+    void unknownMode(@TempDir Path dir) throws IOException {
+        byte[] bytes = Files.readAllBytes(stack(dir));
+        bytes[12] = 4; // mode 4: complex float32, not supported
+        Path complex = dir.resolve("complex.mrcs");
+        Files.write(complex, bytes);
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> Mrc.readHeader(complex));
+        assertEquals(complex + " at byte 12: expected MRC mode 0, 1, 2, 6 or 12, found mode 4", e.getMessage());
+    }
+
+    @Test
+    void notAnMrcFile(@TempDir Path dir) throws IOException {
+        Path text = dir.resolve("notes.mrcs");
+        Files.writeString(text, "particles".repeat(200));
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> Mrc.readHeader(text));
+        assertTrue(e.getMessage().contains("expected an MRC header"), e.getMessage());
+        Path tiny = dir.resolve("tiny.mrcs");
+        Files.writeString(tiny, "x");
+        assertTrue(assertThrows(InvalidFileException.class, () -> Mrc.readHeader(tiny)).getMessage()
+                .contains("expected an MRC header of 1024 bytes, found a file of 1 bytes"));
+    }
+}

@@ -1,0 +1,52 @@
+package dev.memfit.memory;
+
+import dev.memfit.NativeMemory;
+import dev.memfit.source.ArraySource;
+import dev.memfit.DType;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class MemoryProbeTest {
+
+    @Test
+    void seesNativeMemoryBeingTouchedAndFreed() throws Exception {
+        long size = 256L << 20;
+        MemoryTimeline timeline;
+        MemorySample before;
+        MemorySample during;
+        long baselineNative = NativeMemory.ALLOCATED.bytes();
+        try (MemoryProbe probe = MemoryProbe.start("touch", Duration.ofMillis(10))) {
+            before = MemoryProbe.now();
+            try (ArraySource source = ArraySource.allocate("big", size / 4, new ai.djl.ndarray.types.Shape(1), DType.FLOAT32)) {
+                MemorySegment data = source.data();
+                for (long offset = 0; offset < size; offset += 4096) {
+                    data.set(ValueLayout.JAVA_BYTE, offset, (byte) 1);
+                }
+                probe.mark("touched");
+                Thread.sleep(60);
+                during = MemoryProbe.now();
+                assertEquals(baselineNative + size, during.nativeAllocated());
+            }
+            assertEquals(baselineNative, NativeMemory.ALLOCATED.bytes());
+            MemorySample after = MemoryProbe.now();
+            // RSS is process-wide (other tests' memory comes and goes), so the bounds leave room for that.
+            assertTrue(during.rssAnon() - before.rssAnon() > size / 2,
+                    "touching 256 MB should grow RSS anon, grew by " + (during.rssAnon() - before.rssAnon()));
+            assertTrue(during.rssAnon() - after.rssAnon() > size / 2,
+                    "freeing 256 MB should shrink RSS anon, shrank by " + (during.rssAnon() - after.rssAnon()));
+            timeline = probe.stop();
+        }
+        assertTrue(timeline.samples().size() >= 5, "samples: " + timeline.samples().size());
+        assertEquals("touched", timeline.marks().getFirst().label());
+        assertTrue(timeline.peak(MemorySample::nativeAllocated) >= baselineNative + size);
+        assertTrue(timeline.peakRss() >= timeline.peakRssAnon());
+        assertTrue(timeline.peakHeap() > 0 && timeline.samples().getFirst().heapMax() > 0);
+        assertEquals(-1, timeline.peak(MemorySample::device), "no device given: not measured");
+    }
+}

@@ -1,0 +1,173 @@
+package dev.memfit.prep;
+
+import dev.memfit.source.ArraySource;
+import dev.memfit.data.Batch;
+import dev.memfit.data.Datasets;
+import dev.memfit.data.Loader;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyArray;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FeatureCacheTest {
+
+    /** Features of item i: (sum of its row, i). Counts the items it has processed. */
+    private static final class Sums implements FeatureCache.Extractor {
+        final AtomicInteger computed = new AtomicInteger();
+        final int failAfter;
+
+        Sums(int failAfter) {
+            this.failAfter = failAfter;
+        }
+
+        @Override
+        public long[] featureShape() {
+            return new long[]{2};
+        }
+
+        @Override
+        public void extract(Batch items, MemorySegment features) {
+            float[] values = items.toFloatArray();
+            long[] indices = items.indices();
+            int width = values.length / items.size();
+            for (int i = 0; i < items.size(); i++) {
+                if (computed.incrementAndGet() > failAfter) {
+                    throw new IllegalStateException("simulated crash while building");
+                }
+                float sum = 0;
+                for (int j = 0; j < width; j++) {
+                    sum += values[i * width + j];
+                }
+                features.setAtIndex(ValueLayout.JAVA_FLOAT, 2L * i, sum);
+                features.setAtIndex(ValueLayout.JAVA_FLOAT, 2L * i + 1, indices[i]);
+            }
+        }
+    }
+
+    private static ArraySource items() {
+        float[][] rows = new float[50][4];
+        for (int i = 0; i < 50; i++) {
+            rows[i] = new float[]{i, 1, 2, 3};
+        }
+        return ArraySource.of("items", rows);
+    }
+
+    private static FeatureCache.Result get(Path dir, ArraySource source, Map<String, ?> parameters, Sums extractor) {
+        try (Loader loader = Datasets.of(source).batchSize(8).shuffle(1).loader()) {
+            return FeatureCache.getOrBuild(dir, "sums", parameters, loader, extractor);
+        }
+    }
+
+    @Test
+    void buildsOnceThenHitsWithTheRightRows(@TempDir Path dir) {
+        try (ArraySource source = items()) {
+            Sums first = new Sums(Integer.MAX_VALUE);
+            FeatureCache.Result built = get(dir, source, Map.of("model", "sum", "version", 1), first);
+            assertEquals(FeatureCache.Status.BUILT, built.status());
+            assertEquals(50, first.computed.get());
+            Sums second = new Sums(Integer.MAX_VALUE);
+            FeatureCache.Result hit = get(dir, source, Map.of("version", 1, "model", "sum"), second);
+            assertEquals(FeatureCache.Status.HIT, hit.status(), hit.reason());
+            assertEquals(0, second.computed.get(), "a hit computes nothing");
+            try (NpyArray features = Npy.map(hit.features())) {
+                assertEquals(17 + 6, features.getDouble(17, 0), 0.0, "row 17 holds item 17's features, whatever the batch order");
+                assertEquals(17, features.getDouble(17, 1), 0.0);
+            }
+        }
+    }
+
+    @Test
+    void changedParametersInvalidate(@TempDir Path dir) {
+        try (ArraySource source = items()) {
+            get(dir, source, Map.of("model", "sum", "version", 1), new Sums(Integer.MAX_VALUE));
+            FeatureCache.Result result = get(dir, source, Map.of("model", "sum", "version", 2), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, result.status());
+            assertTrue(result.reason().startsWith("the parameters changed"), result.reason());
+        }
+    }
+
+    @Test
+    void bitFlipIsDetectedAndRebuilt(@TempDir Path dir) throws IOException {
+        try (ArraySource source = items()) {
+            FeatureCache.Result built = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            try (RandomAccessFile file = new RandomAccessFile(built.features().toFile(), "rw")) {
+                long at = file.length() - 37;
+                file.seek(at);
+                int b = file.read();
+                file.seek(at);
+                file.write(b ^ 0x10);
+            }
+            FeatureCache.Result result = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, result.status());
+            assertTrue(result.reason().contains("is corrupt: CRC32C"), result.reason());
+            assertEquals(FeatureCache.Status.HIT, get(dir, source, Map.of("v", 1), new Sums(0)).status());
+        }
+    }
+
+    @Test
+    void truncatedDataAndBrokenManifestAreRebuilt(@TempDir Path dir) throws IOException {
+        try (ArraySource source = items()) {
+            FeatureCache.Result built = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            byte[] bytes = Files.readAllBytes(built.features());
+            Files.write(built.features(), java.util.Arrays.copyOf(bytes, bytes.length - 100));
+            FeatureCache.Result truncated = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, truncated.status());
+            assertTrue(truncated.reason().contains("is damaged") && truncated.reason().contains("truncated"), truncated.reason());
+
+            Files.writeString(dir.resolve("sums.manifest.json"), "{\"parameters_sha256\": ");
+            FeatureCache.Result garbled = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, garbled.status());
+            assertTrue(garbled.reason().contains("does not parse"), garbled.reason());
+        }
+    }
+
+    @Test
+    void interruptedBuildNeverReadsAsValid(@TempDir Path dir) {
+        try (ArraySource source = items()) {
+            get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            assertThrows(IllegalStateException.class, () -> get(dir, source, Map.of("v", 2), new Sums(20)));
+            assertFalse(Files.exists(dir.resolve("sums.manifest.json")), "no manifest after a crash");
+            String why = FeatureCache.validate(dir, "sums", Map.of("v", 1), 50, new long[]{2});
+            assertTrue(why != null && why.startsWith("no cache yet"), String.valueOf(why));
+            FeatureCache.Result recovered = get(dir, source, Map.of("v", 2), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, recovered.status());
+            assertEquals(FeatureCache.Status.HIT, get(dir, source, Map.of("v", 2), new Sums(0)).status());
+        }
+    }
+
+    @Test
+    void randomEmbedderIsDeterministicAndCacheable(@TempDir Path dir) {
+        try (ArraySource source = items();
+             RandomEmbedder embedder = new RandomEmbedder(4, 32, 2, 6, 9);
+             Loader loader = Datasets.of(source).batchSize(16).loader()) {
+            FeatureCache.Result built = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
+            FeatureCache.Result hit = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
+            assertEquals(FeatureCache.Status.BUILT, built.status());
+            assertEquals(FeatureCache.Status.HIT, hit.status());
+            try (RandomEmbedder again = new RandomEmbedder(4, 32, 2, 6, 9);
+                 Loader other = Datasets.of(source).batchSize(5).loader();
+                 NpyArray features = Npy.map(hit.features())) {
+                assertEquals(null, FeatureCache.validate(dir, "embed", again.parameters(), 50, new long[]{6}));
+                Batch first = other.epoch(0).iterator().next();
+                MemorySegment out = MemorySegment.ofArray(new float[5 * 6]);
+                again.extract(first, out);
+                assertEquals(features.getDouble(3, 4), out.getAtIndex(ValueLayout.JAVA_FLOAT, 3 * 6 + 4), 1e-6);
+                assertTrue(Math.abs(features.getDouble(3, 4)) <= 1.0, "tanh output");
+            }
+        }
+    }
+}

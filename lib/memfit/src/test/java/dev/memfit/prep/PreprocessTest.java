@@ -1,0 +1,91 @@
+package dev.memfit.prep;
+
+import dev.memfit.MemfitException;
+import dev.memfit.PythonPeer;
+import dev.memfit.synthetic.SyntheticAtlas;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Preprocessing checked against scanpy's Seurat-flavour algorithm re-stated in numpy/pandas (scanpy is not packaged). */
+class PreprocessTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void matchesTheSeuratFlavourComputedInPandas() {
+        Path raw = dir.resolve("raw.h5ad");
+        SyntheticAtlas.write(raw, SyntheticAtlas.Spec.imbalanced(1500, 300, 11));
+        Path processed = dir.resolve("processed.h5ad");
+        Preprocess.Result result = Preprocess.run(raw, processed, 60, 1e4);
+        assertEquals(1500, result.cells());
+        assertTrue(result.genes() >= 60 && result.genes() <= 62, "ties aside, the requested number: " + result.genes());
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, anndata as ad
+                raw = ad.read_h5ad(sys.argv[1])
+                out = ad.read_h5ad(sys.argv[2])
+                x = raw.X.toarray().astype(np.float64)
+                totals = x.sum(axis=1, keepdims=True)
+                norm = np.divide(x * 1e4, totals, out=np.zeros_like(x), where=totals > 0)
+                logged = np.log1p(norm).astype(np.float32)
+                # scanpy highly_variable_genes(flavor='seurat', n_top_genes=60), step by step
+                e = np.expm1(logged.astype(np.float64))
+                mean = e.mean(axis=0)
+                var = (np.mean(e ** 2, axis=0) - mean ** 2) * (e.shape[0] / (e.shape[0] - 1))
+                mean[mean == 0] = 1e-12
+                disp = var / mean
+                disp[disp == 0] = np.nan
+                disp = np.log(disp)
+                mean = np.log1p(mean)
+                df = pd.DataFrame({'means': mean, 'dispersions': disp})
+                df['mean_bin'] = pd.cut(df['means'], bins=20)
+                grouped = df.groupby('mean_bin')['dispersions']
+                bin_mean = grouped.mean()
+                bin_std = grouped.std(ddof=1)
+                one = bin_std.isnull().values & df.groupby('mean_bin').size().eq(1).values
+                bin_std[one] = bin_mean[one].values
+                bin_mean[one] = 0
+                df['norm'] = ((df['dispersions'].values - bin_mean[df['mean_bin'].values].values)
+                              / bin_std[df['mean_bin'].values].values)
+                d = df['norm'].values
+                d = np.sort(d[~np.isnan(d)])[::-1]
+                cut = d[60 - 1]
+                expected = list(raw.var_names[np.nan_to_num(df['norm'].values) >= cut])
+                assert list(out.var_names) == expected, (len(out.var_names), len(expected))
+                keep = [raw.var_names.get_loc(g) for g in out.var_names]
+                assert np.allclose(out.X.toarray(), logged[:, keep], rtol=1e-6, atol=1e-6)
+                assert np.allclose(out.var['dispersions_norm'].values, df['norm'].values[keep], rtol=1e-4, atol=1e-6)
+                assert np.allclose(out.var['means'].values, df['means'].values[keep], rtol=1e-6)
+                assert out.var['highly_variable'].all()
+                assert list(out.obs['cell_type']) == list(raw.obs['cell_type'])
+                assert list(out.obs_names) == list(raw.obs_names)
+                assert np.allclose(out.obs['n_counts_raw'].values, totals[:, 0])
+                print('ok')
+                """, raw, processed));
+    }
+
+    @Test
+    void badRequestsAreRefusedBeforeAnythingIsWritten() {
+        Path raw = dir.resolve("raw.h5ad");
+        SyntheticAtlas.write(raw, SyntheticAtlas.Spec.imbalanced(50, 40, 1));
+        Path out = dir.resolve("out.h5ad");
+        MemfitException zero = assertThrows(MemfitException.class, () -> Preprocess.run(raw, out, 0, 1e4));
+        assertTrue(zero.getMessage().contains("--hvg must be at least 1"), zero.getMessage());
+        MemfitException same = assertThrows(MemfitException.class, () -> Preprocess.run(raw, raw, 10, 1e4));
+        assertTrue(same.getMessage().contains("would replace the input"), same.getMessage());
+        assertFalse(Files.exists(out));
+        Path notH5ad = dir.resolve("counts.h5ad");
+        dev.memfit.io.npy.Npy.write(dir.resolve("counts.h5ad"), new float[][]{{1f}});
+        MemfitException invalid = assertThrows(MemfitException.class, () -> Preprocess.run(notH5ad, out, 10, 1e4));
+        assertTrue(invalid.getMessage().contains("counts.h5ad"), invalid.getMessage());
+        assertFalse(Files.exists(out));
+    }
+}

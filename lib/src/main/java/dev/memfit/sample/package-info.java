@@ -1,4 +1,0 @@
-/**
- * Samplers: which samples an epoch visits and in which order (sequential, seeded shuffle).
- */
-package dev.memfit.sample;
