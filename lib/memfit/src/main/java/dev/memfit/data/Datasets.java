@@ -1,6 +1,12 @@
 package dev.memfit.data;
 
+import dev.memfit.MemfitException;
+import dev.memfit.io.Formats;
+import dev.memfit.io.hdf5.PackedFile;
+import dev.memfit.io.npy.FileSet;
+import dev.memfit.shard.ShardStore;
 import dev.memfit.source.SampleSource;
+
 import java.nio.file.Path;
 
 /**
@@ -9,6 +15,7 @@ import java.nio.file.Path;
  * <pre>{@code
  * Loader loader = Datasets.npy(path).mapped().batchSize(256).shuffle(42).prefetch(2).loader();
  * Loader fromRam = Datasets.of(source).batchSize(256).shuffle(42).loader();
+ * Loader any = Datasets.open(path).batchSize(256).shuffle(42).loader();   // format recognised by Formats
  * }</pre>
  */
 public final class Datasets {
@@ -55,5 +62,39 @@ public final class Datasets {
      */
     public static LoaderBuilder of(SampleSource source) {
         return new LoaderBuilder(() -> source, false);
+    }
+
+    /**
+     * Any path in a format memfit reads, recognised by {@link Formats#detect}, loaded the way that suits the format:
+     * a {@code .npy} memory-mapped, particle stacks and listings lazily on 4 threads, a packed HDF5 file or a folder of
+     * {@code .npy} samples lazily, a shard folder through its {@link ShardStore}. For another choice, use the
+     * format's own entry point ({@link #npy}, {@link #particles}, {@link #records}, {@link #shards}).
+     *
+     * @param path a file or folder
+     * @return the loader settings
+     * @throws MemfitException for an {@code .h5ad} (convert it with {@code ./memfit shard} and open the folder, or
+     *         stream it with {@link H5adStream}) and for formats memfit does not read
+     */
+    public static LoaderBuilder open(Path path) {
+        return switch (Formats.detect(path)) {
+            case NPY -> npy(path).mapped();
+            case MRC, STACK_LIST, STAR -> particles(path).lazy(4);
+            case PACKED_HDF5 -> new RecordDataset(() -> PackedFile.open(path)).lazy(4);
+            case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
+            case SHARDS -> shards(path);
+            case H5AD -> throw new MemfitException(path + ": an .h5ad is not read at random by a loader; convert it "
+                    + "with ./memfit shard (then Datasets.shards(folder)) or stream it with H5adStream");
+        };
+    }
+
+    /**
+     * A folder of shards written by {@code ./memfit shard}: memory-mapped random access across the shards, checked
+     * against their metadata when the loader is built. The loader closes the store.
+     *
+     * @param folder the shard folder
+     * @return the loader settings
+     */
+    public static LoaderBuilder shards(Path folder) {
+        return new LoaderBuilder(() -> ShardStore.open(folder), true);
     }
 }
