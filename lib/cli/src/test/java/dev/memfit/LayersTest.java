@@ -72,6 +72,25 @@ class LayersTest {
     }
 
     @Test
+    void fileFormatsReportProgressOnlyThroughAListener() throws IOException {
+        // io code calls the ProgressListener it is given; drawing a bar is the console listener's business.
+        List<String> printing = new ArrayList<>();
+        Path root = classRoot(DType.class);
+        try (Stream<Path> files = Files.walk(root.resolve("dev/memfit/io"))) {
+            for (Path file : files.filter(p -> p.toString().endsWith(".class")).toList()) {
+                ClassModel model = ClassFile.of().parse(file);
+                model.constantPool().forEach(entry -> {
+                    if (entry instanceof ClassEntry type && (type.asInternalName().equals("dev/memfit/Progress")
+                            || type.asInternalName().startsWith("me/tongfei/"))) {
+                        printing.add(model.thisClass().asInternalName() + " uses " + type.asInternalName());
+                    }
+                });
+            }
+        }
+        assertTrue(printing.isEmpty(), String.join("\n", printing));
+    }
+
+    @Test
     void benchDoesNotUseTheCommandLine() {
         Map<String, TreeSet<String>> uses = packageDependencies(classRoot(SlowStorage.class));
         uses.values().forEach(targets -> assertTrue(targets.stream().noneMatch(to -> to.startsWith("dev.memfit.cli")),

@@ -9,11 +9,12 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * A progress bar for long work, in a terminal and in a notebook (carriage-return updates on standard output).
+ * A progress bar for long work, in a terminal and in a notebook (carriage-return updates on standard output): the
+ * task of {@link ProgressListener#console()}.
  *
  * <p>Silenced with {@code -Dmemfit.progress=false} or {@code MEMFIT_PROGRESS=false}.
  */
-public final class Progress implements AutoCloseable {
+public final class Progress implements ProgressListener.Task {
 
     static {
         // Outside a terminal, JLine (used for the terminal width) warns that it falls back to a dumb terminal.
@@ -60,6 +61,7 @@ public final class Progress implements AutoCloseable {
      *
      * @param steps steps done since the last call
      */
+    @Override
     public void step(long steps) {
         if (bar != null) {
             bar.stepBy(steps);
@@ -71,6 +73,7 @@ public final class Progress implements AutoCloseable {
      *
      * @param message the message
      */
+    @Override
     public void message(String message) {
         if (bar != null) {
             bar.setExtraMessage(" " + message);

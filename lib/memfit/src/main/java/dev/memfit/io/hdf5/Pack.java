@@ -5,7 +5,7 @@ import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.Storage;
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import io.jhdf.HdfFile;
 import io.jhdf.WritableHdfFile;
 import io.jhdf.api.WritableDataset;
@@ -53,6 +53,18 @@ public final class Pack {
      * @return what was packed
      */
     public static Result pack(Path folder, Path output) {
+        return pack(folder, output, ProgressListener.console());
+    }
+
+    /**
+     * Packs every {@code .npy} of a folder (in name order) into one file, reporting progress in files.
+     *
+     * @param folder the folder of one-sample files
+     * @param output the {@code .h5} to write
+     * @param listener where progress goes
+     * @return what was packed
+     */
+    public static Result pack(Path folder, Path output, ProgressListener listener) {
         FileSet set = FileSet.open(folder);
         long[] shape = set.sampleShape();
         long elements = Arrays.stream(shape).reduce(1, Math::multiplyExact);
@@ -60,7 +72,7 @@ public final class Pack {
         float[] flat = new float[Math.toIntExact(Math.multiplyExact(elements, n))];
         CRC32C sourceChecksum = new CRC32C();
         try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined();
-             Progress progress = Progress.bar("Packing " + folder.getFileName(), n, "files")) {
+             ProgressListener.Task progress = listener.start("Packing " + folder.getFileName(), n, "files")) {
             long sampleBytes = elements * Float.BYTES;
             MemorySegment sample = arena.allocate(Math.max(sampleBytes, elements * set.dtype().byteSize()) * 2, 64);
             for (int i = 0; i < n; i++) {

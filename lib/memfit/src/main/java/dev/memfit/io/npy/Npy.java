@@ -3,7 +3,7 @@ package dev.memfit.io.npy;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.NativeMemory;
 
 import java.io.IOException;
@@ -97,18 +97,29 @@ public final class Npy {
     }
 
     /**
-     * Reads a whole file into native (off-heap) memory with plain reads, showing progress for large files.
+     * Reads a whole file into native (off-heap) memory with plain reads, with a console progress bar for large files.
      *
      * @param file the {@code .npy} file
      * @return the array in memory, to be closed
      */
     public static NpyArray load(Path file) {
+        return load(file, ProgressListener.console());
+    }
+
+    /**
+     * Reads a whole file into native (off-heap) memory with plain reads, reporting progress for files over 256 MB.
+     *
+     * @param file the {@code .npy} file
+     * @param listener where progress goes
+     * @return the array in memory, to be closed
+     */
+    public static NpyArray load(Path file, ProgressListener listener) {
         return open(file, "read", (channel, header, arena) -> {
             MemorySegment data = arena.allocate(Math.max(1, header.dataBytes()), 64).asSlice(0, header.dataBytes());
             long position = header.dataOffset();
             long chunk = 64L << 20;
             boolean large = header.dataBytes() > (256L << 20);
-            try (Progress progress = large ? Progress.bar("Loading " + file.getFileName(), header.dataBytes() >> 20, "MB") : null) {
+            try (ProgressListener.Task progress = large ? listener.start("Loading " + file.getFileName(), header.dataBytes() >> 20, "MB") : null) {
                 for (long done = 0; done < header.dataBytes(); ) {
                     long n = Math.min(chunk, header.dataBytes() - done);
                     ByteBuffer target = data.asSlice(done, n).asByteBuffer();

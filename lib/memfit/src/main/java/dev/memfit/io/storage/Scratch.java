@@ -1,7 +1,7 @@
 package dev.memfit.io.storage;
 
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -45,6 +45,18 @@ public final class Scratch {
      * @return the copy
      */
     public static Copy copy(Path source, Path scratchFolder) {
+        return copy(source, scratchFolder, ProgressListener.console());
+    }
+
+    /**
+     * Copies a file into a folder, unless an identical copy is already there, reporting the copy's progress in MB.
+     *
+     * @param source the file on slow storage
+     * @param scratchFolder the local folder
+     * @param listener where progress goes
+     * @return the copy
+     */
+    public static Copy copy(Path source, Path scratchFolder, ProgressListener listener) {
         try {
             Files.createDirectories(scratchFolder);
             Path target = scratchFolder.resolve(source.getFileName());
@@ -61,7 +73,7 @@ public final class Scratch {
             try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
                  FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                          StandardOpenOption.TRUNCATE_EXISTING);
-                 Progress progress = Progress.bar("Copying " + source.getFileName(), size >> 20, "MB")) {
+                 ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;
                 int read;
@@ -94,10 +106,10 @@ public final class Scratch {
      * The CRC32C of a file's contents.
      *
      * @param file the file
-     * @param progress a bar to advance in MB, or null
+     * @param progress a task to advance in MB, or null
      * @return the checksum
      */
-    public static long checksum(Path file, Progress progress) {
+    public static long checksum(Path file, ProgressListener.Task progress) {
         CRC32C crc = new CRC32C();
         try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ)) {
             ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);

@@ -57,8 +57,15 @@ class PackTest {
         FileSet files = smallFiles(dir);
         assertEquals(40, files.size());
         Path h5 = dir.resolve("packed.h5");
-        Pack.Result result = Pack.pack(dir.resolve("small"), h5);
+        List<String> reported = new ArrayList<>();
+        long[] steps = {0};
+        Pack.Result result = Pack.pack(dir.resolve("small"), h5, (task, total, unit) -> {
+            reported.add(task + " " + total + " " + unit);
+            return done -> steps[0] += done;
+        });
         assertEquals(40, result.samples());
+        assertEquals(List.of("Packing small 40 files"), reported, "progress goes to the listener passed in");
+        assertEquals(40, steps[0]);
         assertEquals("(40, 3, 5) float32 True sample_000000.npy sample_000039.npy", PythonPeer.run("""
                 import sys, h5py, numpy as np
                 with h5py.File(sys.argv[1], 'r') as f:
