@@ -46,7 +46,7 @@ public final class Formats {
         /** A {@code .txt} list of MRC stacks, one path per line. */
         STACK_LIST("list of MRC stacks"),
         /** A RELION {@code .star} file naming {@code index@stack} images. */
-        STAR("RELION .star"),
+        STAR("RELION star"),
         /** An AnnData {@code .h5ad} single-cell file; samples are cells. */
         H5AD("AnnData .h5ad"),
         /** An HDF5 file written by {@code ./memfit pack}: {@code /samples} and {@code /names}. */
