@@ -223,8 +223,8 @@ public final class H5adBenchmark {
         long sink = 0;
         double steady = 0;
         long cells = 0;
-        try (Loader loader = Datasets.of(store).batchSize(settings.batchSize()).shuffle(settings.seed()).dropLast(true)
-                .threads(threads).prefetch(2 * threads).loader()) {
+        try (Loader loader = Datasets.of(store).optBatchSize(settings.batchSize()).optShuffle(settings.seed()).optDropLast(true)
+                .optThreads(threads).optPrefetch(2 * threads).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 long epochCells = 0;

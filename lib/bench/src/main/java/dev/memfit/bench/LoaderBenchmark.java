@@ -117,8 +117,8 @@ public final class LoaderBenchmark {
         double first = 0;
         double steady = 0;
         long sink = 0;
-        try (Loader loader = Datasets.npy(settings.file()).mapped().batchSize(settings.batchSize())
-                .shuffle(settings.seed()).dropLast(true).threads(threads).prefetch(settings.prefetch() * threads).loader()) {
+        try (Loader loader = Datasets.npy(settings.file()).mapped().optBatchSize(settings.batchSize())
+                .optShuffle(settings.seed()).optDropLast(true).optThreads(threads).optPrefetch(settings.prefetch() * threads).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 for (Batch batch : loader.epoch(epoch)) {

@@ -75,7 +75,7 @@ public final class TopicBenchmark {
             for (boolean sparse : new boolean[]{false, true}) {
                 TopicModel model = TopicModel.builder().setTopics(settings.topics()).optEpochs(settings.epochs())
                         .optLearningRate(settings.learningRate()).optSparseDocumentUpdates(sparse).build();
-                try (Loader loader = Datasets.npy(file).inMemory().batchSize(batch).shuffle(1).loader();
+                try (Loader loader = Datasets.npy(file).inMemory().optBatchSize(batch).optShuffle(1).build();
                      TopicFit fit = model.fit(loader)) {
                     rows.add(summarize(sparse ? "memfit, sparse L updates (default)" : "memfit, dense L updates (as tinytopics)",
                             batch, fit.epochSeconds(), fit.losses()));

@@ -90,7 +90,7 @@ final class BenchLazy implements Callable<Integer> {
         }
         MemoryTimeline lazy;
         try (MemoryProbe probe = MemoryProbe.start("lazy", Duration.ofMillis(10));
-             Loader loader = Datasets.particles(star).lazy(4).batchSize(64).shuffle(1).loader()) {
+             Loader loader = Datasets.particles(star).lazy(4).optBatchSize(64).optShuffle(1).build()) {
             for (Batch batch : loader.epoch(0)) {
                 batch.size();
             }
@@ -135,7 +135,7 @@ final class BenchLazy implements Callable<Integer> {
     private static double coldEpoch(RecordIndex index, java.util.function.Supplier<Storage> storage) {
         PageCache.evict(index.files());
         long start = System.nanoTime();
-        try (Loader loader = Datasets.records(index).storage(storage).lazy(8).batchSize(64).shuffle(3).loader()) {
+        try (Loader loader = Datasets.records(index).optStorage(storage).lazy(8).optBatchSize(64).optShuffle(3).build()) {
             for (Batch batch : loader.epoch(0)) {
                 batch.size();
             }

@@ -56,8 +56,8 @@ class SelectRandomAndInspectParticlesTest {
     void loaderTrainsOnTheSubsetOnly(@TempDir Path dir) {
         SyntheticParticles.Written written = SyntheticParticles.write(dir, 50, 8, 50, 0, 180, 1);
         Path file = Subsets.write(dir.resolve("keep.npy"), new long[]{3, 7, 11, 40, 49});
-        try (Loader subset = Datasets.particles(written.star()).lazy(2).subset(file).batchSize(5).loader();
-             Loader full = Datasets.particles(written.star()).eager().batchSize(50).loader()) {
+        try (Loader subset = Datasets.particles(written.star()).lazy(2).optSubset(file).optBatchSize(5).build();
+             Loader full = Datasets.particles(written.star()).eager().optBatchSize(50).build()) {
             float[] all = full.epoch(0).iterator().next().toFloatArray();
             Batch batch = subset.epoch(0).iterator().next();
             float[] values = batch.toFloatArray();
@@ -71,7 +71,7 @@ class SelectRandomAndInspectParticlesTest {
         }
         Path bad = Subsets.write(dir.resolve("bad.npy"), new long[]{1, 50});
         InvalidFileException e = assertThrows(InvalidFileException.class,
-                () -> Datasets.particles(written.star()).lazy(1).subset(bad).loader());
+                () -> Datasets.particles(written.star()).lazy(1).optSubset(bad).build());
         assertTrue(e.getMessage().contains("expected indices in [0, 50), found index 50 at position 1"), e.getMessage());
     }
 

@@ -13,9 +13,9 @@ import java.nio.file.Path;
  * The entry point to loading: pick a file or a source, then configure batches.
  *
  * <pre>{@code
- * Loader loader = Datasets.npy(path).mapped().batchSize(256).shuffle(42).prefetch(2).loader();
- * Loader fromRam = Datasets.of(source).batchSize(256).shuffle(42).loader();
- * Loader any = Datasets.open(path).batchSize(256).shuffle(42).loader();   // format recognised by Formats
+ * Loader loader = Datasets.npy(path).mapped().optBatchSize(256).optShuffle(42).optPrefetch(2).build();
+ * Loader fromRam = Datasets.of(source).optBatchSize(256).optShuffle(42).build();
+ * Loader any = Datasets.open(path).optBatchSize(256).optShuffle(42).build();   // format recognised by Formats
  * }</pre>
  */
 public final class Datasets {

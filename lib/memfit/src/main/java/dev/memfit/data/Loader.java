@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * few batches whatever the size of the data. Build one with {@link Datasets}:
  *
  * <pre>{@code
- * try (Loader loader = Datasets.npy(path).mapped().batchSize(256).shuffle(42).prefetch(2).loader()) {
+ * try (Loader loader = Datasets.npy(path).mapped().optBatchSize(256).optShuffle(42).optPrefetch(2).build()) {
  *     for (Batch batch : loader.epoch(0)) {
  *         try (NDManager step = manager.newSubManager()) {
  *             NDArray x = batch.toNDArray(step);

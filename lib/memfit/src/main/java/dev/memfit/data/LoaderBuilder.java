@@ -11,7 +11,7 @@ import dev.memfit.sample.ShuffledSampler;
 import java.util.function.Supplier;
 
 /**
- * Configures a {@link Loader}; {@link #loader()} validates the settings and opens the source.
+ * Configures a {@link Loader}; {@link #build()} validates the settings and opens the source.
  *
  * <p>Defaults: batch size 32, sequential order, keep the last partial batch, prefetch 2, one reader thread, batches
  * in the source's element type.
@@ -41,7 +41,7 @@ public final class LoaderBuilder {
      * @param size at least 1
      * @return this builder
      */
-    public LoaderBuilder batchSize(int size) {
+    public LoaderBuilder optBatchSize(int size) {
         this.batchSize = size;
         return this;
     }
@@ -52,7 +52,7 @@ public final class LoaderBuilder {
      * @param seed the seed; the same seed gives the same batches from any source
      * @return this builder
      */
-    public LoaderBuilder shuffle(long seed) {
+    public LoaderBuilder optShuffle(long seed) {
         this.seed = seed;
         this.sampler = null;
         return this;
@@ -64,7 +64,7 @@ public final class LoaderBuilder {
      * @param sampler decides the order of each epoch
      * @return this builder
      */
-    public LoaderBuilder sampler(Sampler sampler) {
+    public LoaderBuilder optSampler(Sampler sampler) {
         this.sampler = sampler;
         this.seed = null;
         return this;
@@ -76,7 +76,7 @@ public final class LoaderBuilder {
      * @param drop true to drop it
      * @return this builder
      */
-    public LoaderBuilder dropLast(boolean drop) {
+    public LoaderBuilder optDropLast(boolean drop) {
         this.dropLast = drop;
         return this;
     }
@@ -87,7 +87,7 @@ public final class LoaderBuilder {
      * @param batches 0 or more; each costs one batch buffer of off-heap memory
      * @return this builder
      */
-    public LoaderBuilder prefetch(int batches) {
+    public LoaderBuilder optPrefetch(int batches) {
         this.prefetch = batches;
         return this;
     }
@@ -98,7 +98,7 @@ public final class LoaderBuilder {
      * @param count 0 or more
      * @return this builder
      */
-    public LoaderBuilder threads(int count) {
+    public LoaderBuilder optThreads(int count) {
         this.threads = count;
         return this;
     }
@@ -109,7 +109,7 @@ public final class LoaderBuilder {
      * @param type the batch element type
      * @return this builder
      */
-    public LoaderBuilder convertTo(DType type) {
+    public LoaderBuilder optConvertTo(DType type) {
         this.convertTo = type;
         return this;
     }
@@ -120,7 +120,7 @@ public final class LoaderBuilder {
      * @param indices the samples to keep
      * @return this builder
      */
-    public LoaderBuilder subset(long[] indices) {
+    public LoaderBuilder optSubset(long[] indices) {
         this.subset = indices.clone();
         this.subsetFile = null;
         return this;
@@ -132,7 +132,7 @@ public final class LoaderBuilder {
      * @param indexFile the one-dimensional integer array
      * @return this builder
      */
-    public LoaderBuilder subset(java.nio.file.Path indexFile) {
+    public LoaderBuilder optSubset(java.nio.file.Path indexFile) {
         this.subsetFile = indexFile;
         this.subset = null;
         return this;
@@ -143,7 +143,7 @@ public final class LoaderBuilder {
      *
      * @return the loader, to be closed
      */
-    public Loader loader() {
+    public Loader build() {
         if (batchSize < 1) {
             throw new MemfitException("batch size must be at least 1, got " + batchSize);
         }

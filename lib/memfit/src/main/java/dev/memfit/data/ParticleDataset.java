@@ -31,14 +31,14 @@ public final class ParticleDataset extends RecordDataset {
      * @param folder the folder
      * @return this step
      */
-    public ParticleDataset datadir(Path folder) {
+    public ParticleDataset optDatadir(Path folder) {
         this.datadir = folder;
         return this;
     }
 
     @Override
-    public ParticleDataset storage(Supplier<Storage> supplier) {
-        super.storage(supplier);
+    public ParticleDataset optStorage(Supplier<Storage> supplier) {
+        super.optStorage(supplier);
         return this;
     }
 }

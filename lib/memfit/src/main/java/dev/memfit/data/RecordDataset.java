@@ -45,7 +45,7 @@ public class RecordDataset {
      * @param supplier makes the storage when the loader is built; the loader closes it
      * @return this step
      */
-    public RecordDataset storage(Supplier<Storage> supplier) {
+    public RecordDataset optStorage(Supplier<Storage> supplier) {
         this.storage = supplier;
         return this;
     }

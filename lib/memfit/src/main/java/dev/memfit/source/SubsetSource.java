@@ -1,5 +1,7 @@
 package dev.memfit.source;
 
+import dev.memfit.MemfitException;
+
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
 
@@ -22,9 +24,11 @@ public final class SubsetSource implements SampleSource {
      * @param ownsBase whether closing the view closes the base
      */
     public SubsetSource(SampleSource base, long[] indices, boolean ownsBase) {
-        for (long index : indices) {
+        for (int position = 0; position < indices.length; position++) {
+            long index = indices[position];
             if (index < 0 || index >= base.size()) {
-                throw new IndexOutOfBoundsException("subset index " + index + " outside [0, " + base.size() + ") of " + base.describe());
+                throw new MemfitException("subset of " + base.describe() + ": expected indices in [0, " + base.size()
+                        + "), found index " + index + " at position " + position);
             }
         }
         this.base = base;

@@ -7,7 +7,10 @@ import ai.djl.ndarray.types.Shape;
 
 /**
  * Adam applied to selected rows of a large parameter, with per-row first and second moments and a global step
- * count for bias correction (the semantics of torch's {@code SparseAdam}).
+ * count for bias correction, as torch's {@code SparseAdam} does: rows not in a step keep their moments and values.
+ * One difference, kept on purpose and pinned by {@code RowAdamTest}: epsilon is added to the bias-corrected root
+ * (Kingma and Ba's form), while torch adds it before the correction, which makes torch's effective epsilon up to
+ * {@code 1/sqrt(1 - beta2^t)} times larger; the two differ only for gradients near epsilon.
  *
  * <p>Written here because DJL's optimizers update whole parameters; for per-document parameters that grow with the
  * data, a dense update would make each step cost as much as the whole table.

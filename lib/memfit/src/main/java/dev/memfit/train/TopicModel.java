@@ -38,7 +38,7 @@ import java.util.function.Consumer;
  *
  * <pre>{@code
  * TopicModel model = TopicModel.builder().setTopics(10).optEpochs(50).optLearningRate(0.01).build();
- * try (Loader loader = Datasets.npy(counts).mapped().batchSize(256).shuffle(1).loader();
+ * try (Loader loader = Datasets.npy(counts).mapped().optBatchSize(256).optShuffle(1).build();
  *      TopicFit fit = model.fit(loader)) {
  *     double[] losses = fit.losses();
  * }
@@ -104,7 +104,7 @@ public final class TopicModel {
     public TopicFit fit(Loader loader, Consumer<EpochStats> onEpoch) {
         if (loader.outputType() != DType.FLOAT32) {
             throw new IllegalArgumentException("the topic model trains on float32 counts; build the loader with "
-                    + ".convertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
+                    + ".optConvertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
         }
         long documents = loader.source().size();
         long terms = loader.source().sampleShape().size();

@@ -65,7 +65,7 @@ class LoaderTest {
 
     @Test
     void everyRowOncePerEpochWithItsOwnValues(@TempDir Path dir) {
-        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(10).shuffle(1).loader()) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(10).optShuffle(1).build()) {
             assertEquals(11, loader.batchesPerEpoch());
             Set<Long> seen = new HashSet<>();
             for (dev.memfit.data.Batch batch : loader.epoch(0)) {
@@ -89,13 +89,13 @@ class LoaderTest {
         Path fortranBigEndian = matrix(dir, "fb.npy", NpyHeader.of(DType.FLOAT32, ROWS, COLS)
                 .withFortranOrder(true).withByteOrder(ByteOrder.BIG_ENDIAN));
         List<List<float[]>> runs = new ArrayList<>();
-        try (Loader mapped = Datasets.npy(file).mapped().batchSize(16).shuffle(7).threads(2).prefetch(3).loader();
-             Loader memory = Datasets.npy(file).inMemory().batchSize(16).shuffle(7).threads(0).loader();
-             Loader translated = Datasets.npy(fortranBigEndian).mapped().batchSize(16).shuffle(7).loader();
+        try (Loader mapped = Datasets.npy(file).mapped().optBatchSize(16).optShuffle(7).optThreads(2).optPrefetch(3).build();
+             Loader memory = Datasets.npy(file).inMemory().optBatchSize(16).optShuffle(7).optThreads(0).build();
+             Loader translated = Datasets.npy(fortranBigEndian).mapped().optBatchSize(16).optShuffle(7).build();
              NpySource source = NpySource.inMemory(file);
              ArraySource copy = ArraySource.allocate("copy", ROWS, new Shape(COLS), DType.FLOAT32)) {
             MemorySegment.copy(source.array().data(), 0, copy.data(), 0, copy.totalBytes());
-            try (Loader array = Datasets.of(copy).batchSize(16).shuffle(7).loader()) {
+            try (Loader array = Datasets.of(copy).optBatchSize(16).optShuffle(7).build()) {
                 for (Loader loader : List.of(mapped, memory, translated, array)) {
                     runs.add(collect(loader, 3));
                 }
@@ -112,8 +112,8 @@ class LoaderTest {
     @Test
     void shuffleDiffersPerEpochAndSeedButRepeats(@TempDir Path dir) {
         Path file = matrix(dir);
-        try (Loader a = Datasets.npy(file).mapped().batchSize(ROWS).shuffle(5).loader();
-             Loader b = Datasets.npy(file).mapped().batchSize(ROWS).shuffle(6).loader()) {
+        try (Loader a = Datasets.npy(file).mapped().optBatchSize(ROWS).optShuffle(5).build();
+             Loader b = Datasets.npy(file).mapped().optBatchSize(ROWS).optShuffle(6).build()) {
             float[] epoch0 = collect(a, 0).get(0);
             float[] epoch1 = collect(a, 1).get(0);
             float[] again0 = collect(a, 0).get(0);
@@ -127,8 +127,8 @@ class LoaderTest {
     @Test
     void dropLastAndPartialLastBatch(@TempDir Path dir) {
         Path file = matrix(dir);
-        try (Loader keep = Datasets.npy(file).mapped().batchSize(25).loader();
-             Loader drop = Datasets.npy(file).mapped().batchSize(25).dropLast(true).loader()) {
+        try (Loader keep = Datasets.npy(file).mapped().optBatchSize(25).build();
+             Loader drop = Datasets.npy(file).mapped().optBatchSize(25).optDropLast(true).build()) {
             List<Integer> sizes = new ArrayList<>();
             keep.epoch(0).forEach(batch -> sizes.add(batch.size()));
             assertEquals(List.of(25, 25, 25, 25, 3), sizes);
@@ -137,14 +137,14 @@ class LoaderTest {
             assertEquals(List.of(25, 25, 25, 25), sizes);
         }
         MemfitException e = assertThrows(MemfitException.class,
-                () -> Datasets.npy(file).mapped().batchSize(500).dropLast(true).loader());
+                () -> Datasets.npy(file).mapped().optBatchSize(500).optDropLast(true).build());
         assertTrue(e.getMessage().contains("batch size 500 is larger than the 103 samples"), e.getMessage());
-        assertThrows(MemfitException.class, () -> Datasets.npy(file).mapped().batchSize(0).loader());
+        assertThrows(MemfitException.class, () -> Datasets.npy(file).mapped().optBatchSize(0).build());
     }
 
     @Test
     void leavingAnEpochEarlyDoesNotBlockTheNext(@TempDir Path dir) {
-        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(4).shuffle(2).prefetch(4).threads(2).loader()) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(4).optShuffle(2).optPrefetch(4).optThreads(2).build()) {
             for (dev.memfit.data.Batch batch : loader.epoch(0)) {
                 if (batch.number() == 2) {
                     break;
@@ -157,7 +157,7 @@ class LoaderTest {
 
     @Test
     void batchesAreReleasedWhenTheNextIsTaken(@TempDir Path dir) {
-        try (Loader loader = Datasets.npy(matrix(dir)).mapped().batchSize(10).loader()) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(10).build()) {
             var iterator = loader.epoch(0).iterator();
             dev.memfit.data.Batch first = iterator.next();
             iterator.next();
@@ -174,7 +174,7 @@ class LoaderTest {
             counts[i] = i * 3;
         }
         Npy.write(file, NpyHeader.of(DType.INT32, ROWS, COLS), MemorySegment.ofArray(counts));
-        try (Loader loader = Datasets.npy(file).mapped().batchSize(8).convertTo(DType.FLOAT32).loader()) {
+        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(8).optConvertTo(DType.FLOAT32).build()) {
             dev.memfit.data.Batch batch = loader.epoch(0).iterator().next();
             assertEquals(DType.FLOAT32, batch.dtype());
             float[] values = batch.toFloatArray();
@@ -186,7 +186,7 @@ class LoaderTest {
         double[] values = new double[ROWS * COLS];
         Arrays.setAll(values, i -> i + 0.5);
         Npy.write(doubles, NpyHeader.of(DType.FLOAT64, ROWS, COLS), MemorySegment.ofArray(values));
-        try (Loader loader = Datasets.npy(doubles).mapped().batchSize(8).convertTo(DType.FLOAT32).loader()) {
+        try (Loader loader = Datasets.npy(doubles).mapped().optBatchSize(8).optConvertTo(DType.FLOAT32).build()) {
             float[] batch = loader.epoch(0).iterator().next().toFloatArray();
             assertEquals(8 * COLS, batch.length);
             assertEquals(55.5f, batch[55], 0f);
@@ -195,7 +195,7 @@ class LoaderTest {
 
     @Test
     void ndArraySharesTheBatchMemory(@TempDir Path dir) {
-        try (Loader loader = Datasets.npy(matrix(dir)).inMemory().batchSize(5).loader();
+        try (Loader loader = Datasets.npy(matrix(dir)).inMemory().optBatchSize(5).build();
              NDManager manager = NDManager.newBaseManager()) {
             dev.memfit.data.Batch batch = loader.epoch(0).iterator().next();
             NDArray x = batch.toNDArray(manager);

@@ -73,12 +73,12 @@ class ParticleSourcesTest {
 
     @Test
     void eagerAndLazyGiveTheSameBatchesForTheSameSeed() {
-        try (Loader eager = Datasets.particles(written.star()).eager().batchSize(16).shuffle(9).loader();
-             Loader lazy1 = Datasets.particles(written.star()).lazy(1).batchSize(16).shuffle(9).loader();
-             Loader lazy8 = Datasets.particles(written.star()).lazy(8).batchSize(16).shuffle(9).threads(2).loader();
+        try (Loader eager = Datasets.particles(written.star()).eager().optBatchSize(16).optShuffle(9).build();
+             Loader lazy1 = Datasets.particles(written.star()).lazy(1).optBatchSize(16).optShuffle(9).build();
+             Loader lazy8 = Datasets.particles(written.star()).lazy(8).optBatchSize(16).optShuffle(9).optThreads(2).build();
              Loader slow = Datasets.particles(written.star())
-                     .storage(() -> new DelayedStorage(Storage.local(), Duration.ofMillis(1))).lazy(4)
-                     .batchSize(16).shuffle(9).loader()) {
+                     .optStorage(() -> new DelayedStorage(Storage.local(), Duration.ofMillis(1))).lazy(4)
+                     .optBatchSize(16).optShuffle(9).build()) {
             List<float[]> expected = batches(eager, 2);
             for (Loader other : List.of(lazy1, lazy8, slow)) {
                 List<float[]> got = batches(other, 2);

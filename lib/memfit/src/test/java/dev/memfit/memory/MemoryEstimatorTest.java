@@ -142,7 +142,7 @@ class MemoryEstimatorTest {
         long heapBefore = liveHeap();
         long nativeBefore = NativeMemory.ALLOCATED.bytes();
         try (ArraySource data = ArraySource.allocate("rows", rows, new Shape(16), DType.FLOAT32);
-             Loader loader = Datasets.of(data).batchSize(256).shuffle(1).prefetch(2).loader()) {
+             Loader loader = Datasets.of(data).optBatchSize(256).optShuffle(1).optPrefetch(2).build()) {
             MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, MemoryEstimator.Loading.IN_MEMORY)
                     .optBatchSize(256).optPrefetch(2).build().estimate();
             checkDuringAnEpoch(loader, estimate, nativeBefore, NativeMemory.MAPPED.bytes(), heapBefore);
@@ -159,7 +159,7 @@ class MemoryEstimatorTest {
         long heapBefore = liveHeap();
         long nativeBefore = NativeMemory.ALLOCATED.bytes();
         long mappedBefore = NativeMemory.MAPPED.bytes();
-        try (Loader loader = Datasets.npy(file).mapped().batchSize(512).shuffle(1).prefetch(4).loader()) {
+        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(512).optShuffle(1).optPrefetch(4).build()) {
             MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, MemoryEstimator.Loading.MAPPED)
                     .optBatchSize(512).optPrefetch(4).build().estimate();
             checkDuringAnEpoch(loader, estimate, nativeBefore, mappedBefore, heapBefore);
@@ -175,7 +175,7 @@ class MemoryEstimatorTest {
             long nativeBefore = NativeMemory.ALLOCATED.bytes();
             var dataset = Datasets.particles(written.star());
             try (Loader loader = (loading == MemoryEstimator.Loading.LAZY ? dataset.lazy(4) : dataset.eager())
-                    .batchSize(64).shuffle(1).prefetch(2).loader()) {
+                    .optBatchSize(64).optShuffle(1).optPrefetch(2).build()) {
                 MemoryEstimate estimate = MemoryEstimator.builder().setData(4_000, imageBytes, loading)
                         .optBatchSize(64).optPrefetch(2).build().estimate();
                 long nativeNow;

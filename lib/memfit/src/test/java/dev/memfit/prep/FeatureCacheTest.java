@@ -67,7 +67,7 @@ class FeatureCacheTest {
     }
 
     private static FeatureCache.Result get(Path dir, ArraySource source, Map<String, ?> parameters, Sums extractor) {
-        try (Loader loader = Datasets.of(source).batchSize(8).shuffle(1).loader()) {
+        try (Loader loader = Datasets.of(source).optBatchSize(8).optShuffle(1).build()) {
             return FeatureCache.getOrBuild(dir, "sums", parameters, loader, extractor);
         }
     }
@@ -153,13 +153,13 @@ class FeatureCacheTest {
     void randomEmbedderIsDeterministicAndCacheable(@TempDir Path dir) {
         try (ArraySource source = items();
              RandomEmbedder embedder = new RandomEmbedder(4, 32, 2, 6, 9);
-             Loader loader = Datasets.of(source).batchSize(16).loader()) {
+             Loader loader = Datasets.of(source).optBatchSize(16).build()) {
             FeatureCache.Result built = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
             FeatureCache.Result hit = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
             assertEquals(FeatureCache.Status.BUILT, built.status());
             assertEquals(FeatureCache.Status.HIT, hit.status());
             try (RandomEmbedder again = new RandomEmbedder(4, 32, 2, 6, 9);
-                 Loader other = Datasets.of(source).batchSize(5).loader();
+                 Loader other = Datasets.of(source).optBatchSize(5).build();
                  NpyArray features = Npy.map(hit.features())) {
                 assertEquals(null, FeatureCache.validate(dir, "embed", again.parameters(), 50, new long[]{6}));
                 Batch first = other.epoch(0).iterator().next();

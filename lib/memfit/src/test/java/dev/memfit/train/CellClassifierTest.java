@@ -47,8 +47,8 @@ class CellClassifierTest {
                 }
             }
             try (CellClassifier classifier = CellClassifier.builder().setClasses(3).optEpochs(6).optLearningRate(0.01).build();
-                 Loader train = Datasets.of(counts).batchSize(64).sampler(new WeightedSampler(labels, 1, 2)).loader();
-                 Loader all = Datasets.of(counts).batchSize(500).loader()) {
+                 Loader train = Datasets.of(counts).optBatchSize(64).optSampler(new WeightedSampler(labels, 1, 2)).build();
+                 Loader all = Datasets.of(counts).optBatchSize(500).build()) {
                 var history = classifier.fit(train, labels, stats -> { });
                 assertTrue(history.get(5).loss() < history.get(0).loss(), "loss falls");
                 double[] recall = CellClassifier.recallPerClass(classifier.predict(all), labels, 3);

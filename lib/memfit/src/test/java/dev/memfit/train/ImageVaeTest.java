@@ -21,8 +21,8 @@ class ImageVaeTest {
         double[] eagerLosses;
         double separability;
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
-             Loader train = Datasets.particles(written.star()).eager().batchSize(32).shuffle(2).loader();
-             Loader inOrder = Datasets.particles(written.star()).lazy(4).batchSize(100).loader()) {
+             Loader train = Datasets.particles(written.star()).eager().optBatchSize(32).optShuffle(2).build();
+             Loader inOrder = Datasets.particles(written.star()).lazy(4).optBatchSize(100).build()) {
             List<EpochStats> history = vae.fit(train, stats -> { });
             eagerLosses = history.stream().mapToDouble(EpochStats::loss).toArray();
             assertTrue(eagerLosses[7] < eagerLosses[0] * 0.8, "loss " + eagerLosses[0] + " -> " + eagerLosses[7]);
@@ -35,7 +35,7 @@ class ImageVaeTest {
         }
         assertTrue(separability > 0.9, "conformations separable in the latent space: " + separability);
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
-             Loader train = Datasets.particles(written.star()).lazy(3).batchSize(32).shuffle(2).loader()) {
+             Loader train = Datasets.particles(written.star()).lazy(3).optBatchSize(32).optShuffle(2).build()) {
             double[] lazyLosses = vae.fit(train, stats -> { }).stream().mapToDouble(EpochStats::loss).toArray();
             // Same data (ParticleSourcesTest checks the batches byte for byte), same batches, same seed. Alone in a
             // JVM the two fits agree to the last digit; in the full suite (other native libraries loaded, ND4J's
@@ -51,7 +51,7 @@ class ImageVaeTest {
     void accumulationStepsOncePerGroup(@TempDir Path dir) {
         SyntheticParticles.Written written = SyntheticParticles.write(dir, 100, 12, 100, 0.1, 30, 2);
         try (ImageVae vae = ImageVae.builder().optEpochs(2).optHidden(16).optGradientAccumulation(3).build();
-             Loader loader = Datasets.particles(written.star()).eager().batchSize(10).loader()) {
+             Loader loader = Datasets.particles(written.star()).eager().optBatchSize(10).build()) {
             List<EpochStats> history = vae.fit(loader, stats -> { });
             assertEquals(4, history.getFirst().batches(), "10 batches in groups of 3: 4 optimizer steps");
             assertEquals(100, history.getFirst().samples());

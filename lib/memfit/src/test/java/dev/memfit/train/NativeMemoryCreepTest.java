@@ -23,7 +23,7 @@ class NativeMemoryCreepTest {
             for (boolean sparse : new boolean[]{true, false}) {
                 List<Long> rss = new ArrayList<>();
                 TopicModel model = TopicModel.builder().setTopics(3).optEpochs(250).optSparseDocumentUpdates(sparse).build();
-                try (Loader loader = Datasets.of(corpus.counts()).batchSize(16).shuffle(1).loader();
+                try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(16).optShuffle(1).build();
                      TopicFit fit = model.fit(loader, stats -> {
                          if (stats.epoch() == 50 || stats.epoch() == 249) {
                              rss.add(MemoryProbe.now().rssAnon());

@@ -52,7 +52,7 @@ class TopicModelTest {
     void recoversTheTrueTopics(boolean sparse, int epochs, double learningRate) {
         TopicModel model = TopicModel.builder().setTopics(4).optEpochs(epochs).optLearningRate(learningRate).optSeed(3)
                 .optSparseDocumentUpdates(sparse).build();
-        try (Loader loader = Datasets.of(corpus.counts()).batchSize(64).shuffle(5).loader();
+        try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(64).optShuffle(5).build();
              TopicFit fit = model.fit(loader)) {
             double score = TopicRecovery.score(fit.topicTerms(), corpus.trueF());
             assertTrue(score > 0.9, "topic recovery " + score);
@@ -83,11 +83,11 @@ class TopicModelTest {
         TopicModel model = TopicModel.builder().setTopics(4).optEpochs(3).optSeed(8).build();
         double[] inMemory;
         double[] mapped;
-        try (Loader loader = Datasets.of(corpus.counts()).batchSize(100).shuffle(21).loader();
+        try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(100).optShuffle(21).build();
              TopicFit fit = model.fit(loader)) {
             inMemory = fit.losses();
         }
-        try (Loader loader = Datasets.npy(file).mapped().batchSize(100).shuffle(21).threads(2).loader();
+        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(100).optShuffle(21).optThreads(2).build();
              TopicFit fit = model.fit(loader)) {
             mapped = fit.losses();
         }
@@ -101,7 +101,7 @@ class TopicModelTest {
         Path file = dir.resolve("ints.npy");
         Npy.write(file, NpyHeader.of(dev.memfit.DType.INT32, 4, 3), java.lang.foreign.MemorySegment.ofArray(new int[12]));
         TopicModel model = TopicModel.builder().setTopics(2).build();
-        try (Loader loader = Datasets.npy(file).mapped().batchSize(2).loader()) {
+        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(2).build()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> model.fit(loader));
             assertTrue(e.getMessage().contains("convertTo(DType.FLOAT32)"));
         }
@@ -121,12 +121,12 @@ class TopicModelTest {
                     .optSparseDocumentUpdates(sparse).build();
             TopicModel fourMicroBatches = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
                     .optSparseDocumentUpdates(sparse).optGradientAccumulation(4).build();
-            try (Loader loader = Datasets.of(small.counts()).batchSize(128).loader(); TopicFit fit = oneStep.fit(loader)) {
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(128).build(); TopicFit fit = oneStep.fit(loader)) {
                 large = fit.topicTerms();
                 largeDocument = fit.documentTopics(200);
                 assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
             }
-            try (Loader loader = Datasets.of(small.counts()).batchSize(32).loader(); TopicFit fit = fourMicroBatches.fit(loader)) {
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build(); TopicFit fit = fourMicroBatches.fit(loader)) {
                 accumulated = fit.topicTerms();
                 accumulatedDocument = fit.documentTopics(200);
                 assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
@@ -140,7 +140,7 @@ class TopicModelTest {
             }
             assertTrue(largest < 1e-4, "largest relative difference " + largest);
             // without accumulation, batches of 32 take four different steps: a measurably different result
-            try (Loader loader = Datasets.of(small.counts()).batchSize(32).loader(); TopicFit fit = oneStep.fit(loader)) {
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build(); TopicFit fit = oneStep.fit(loader)) {
                 double differs = 0;
                 for (int j = 0; j < 50; j++) {
                     differs = Math.max(differs, Math.abs(fit.topicTerms()[0][j] - large[0][j]) / large[0][j]);

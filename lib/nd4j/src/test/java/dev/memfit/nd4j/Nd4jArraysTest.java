@@ -47,7 +47,7 @@ class Nd4jArraysTest {
     @Test
     void batchViewSharesMemory(@TempDir Path dir) {
         Path file = Npy.write(dir.resolve("m.npy"), new float[][]{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});
-        try (Loader loader = Datasets.npy(file).mapped().batchSize(2).loader()) {
+        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(2).build()) {
             Batch batch = loader.epoch(0).iterator().next();
             INDArray view = Nd4jArrays.view(batch);
             assertArrayEquals(new long[]{2, 3}, view.shape());

@@ -26,7 +26,8 @@ import java.util.Map;
  * {@code FALSE/TRUE} as h5py writes them. Raw data comes first in the file and the object headers are written by
  * {@link #close()}; a file that was not closed is not a valid HDF5 file (callers write under a temporary name).
  *
- * <p>One streamed dataset may be open at a time; datasets given as arrays can be added at any time.
+ * <p>One streamed dataset may be open at a time, and datasets given as arrays are added while none is (a stream
+ * owns the end of the file until it is finished).
  */
 public final class Hdf5Writer implements AutoCloseable {
 
@@ -126,7 +127,7 @@ public final class Hdf5Writer implements AutoCloseable {
         }
 
         /**
-         * Adds a dataset from a Java array, written to the file now.
+         * Adds a dataset from a Java array, written to the file now; not while a stream is open.
          *
          * @param name its name
          * @param values a {@code float[]}, {@code double[]}, {@code int[]}, {@code long[]}, {@code byte[]},
@@ -134,6 +135,11 @@ public final class Hdf5Writer implements AutoCloseable {
          * @return the dataset
          */
         public Dataset dataset(String name, Object values) {
+            if (open != null) {
+                // Its bytes would land inside the open stream's contiguous extent.
+                throw new IllegalStateException("cannot add dataset " + name + " to " + file + " while dataset "
+                        + open.dataset + " is being streamed: finish the stream first");
+            }
             Encoded encoded = Encoded.of(values);
             Dataset dataset = add(name, new Dataset(encoded.datatype, new long[]{encoded.count}));
             dataset.dataAddress = encoded.data.remaining() == 0 ? UNDEFINED : end;

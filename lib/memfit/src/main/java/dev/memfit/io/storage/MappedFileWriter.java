@@ -50,6 +50,9 @@ public final class MappedFileWriter implements AutoCloseable {
      * @return the writer
      */
     public static MappedFileWriter open(Path target, byte[] header, long dataBytes) {
+        if (dataBytes < 0) {
+            throw new IllegalArgumentException(target + ": the data region cannot have " + dataBytes + " bytes");
+        }
         Path absolute = target.toAbsolutePath();
         Arena arena = Arena.ofShared();
         Path temporary = null;

@@ -77,9 +77,9 @@ class PackTest {
         PackedFile packed = PackedFile.open(h5);
         assertEquals(40, packed.size());
         assertArrayEquals(new long[]{3, 5}, packed.sampleShape());
-        try (Loader fromFiles = Datasets.records(files).lazy(4).batchSize(7).shuffle(3).loader();
-             Loader fromPack = Datasets.records(packed).lazy(2).batchSize(7).shuffle(3).loader();
-             Loader eagerPack = Datasets.records(packed).eager().batchSize(7).shuffle(3).loader()) {
+        try (Loader fromFiles = Datasets.records(files).lazy(4).optBatchSize(7).optShuffle(3).build();
+             Loader fromPack = Datasets.records(packed).lazy(2).optBatchSize(7).optShuffle(3).build();
+             Loader eagerPack = Datasets.records(packed).eager().optBatchSize(7).optShuffle(3).build()) {
             List<float[]> expected = batches(fromFiles);
             for (Loader other : List.of(fromPack, eagerPack)) {
                 List<float[]> got = batches(other);
