@@ -179,8 +179,9 @@ public final class H5adBenchmark {
 
     private static double streamPass(Path file, Settings settings, int threads) {
         long sink = 0;
-        try (H5adStream stream = H5adStream.open(file, settings.chunkSize(), 4 * settings.chunkSize(), settings.batchSize(),
-                threads, settings.seed())) {
+        try (H5adStream stream = Datasets.h5ad(file).optChunkSize(settings.chunkSize())
+                .optBufferCells(4 * settings.chunkSize()).optBatchSize(settings.batchSize()).optThreads(threads)
+                .optShuffle(settings.seed()).build()) {
             double seconds = 0;
             for (int epoch = 0; epoch < 2; epoch++) {
                 // the second pass is measured: the first warms the JIT (anndata's code is warm from the start)

@@ -83,7 +83,7 @@ public final class Datasets {
             case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
             case SHARDS -> shards(path);
             case H5AD -> throw new MemfitException(path + ": an .h5ad is not read at random by a loader; convert it "
-                    + "with ./memfit shard (then Datasets.shards(folder)) or stream it with H5adStream");
+                    + "with ./memfit shard (then Datasets.shards(folder)) or stream it with Datasets.h5ad(file)");
         };
     }
 
@@ -96,5 +96,16 @@ public final class Datasets {
      */
     public static LoaderBuilder shards(Path folder) {
         return new LoaderBuilder(() -> ShardStore.open(folder), true);
+    }
+
+    /**
+     * Streams an AnnData {@code .h5ad} through a shuffle buffer: no set-up, memory bounded by the buffer, every cell
+     * once per epoch (see {@link H5adStream}).
+     *
+     * @param file the {@code .h5ad}
+     * @return the stream settings
+     */
+    public static H5adStream.Builder h5ad(Path file) {
+        return H5adStream.builder(file);
     }
 }

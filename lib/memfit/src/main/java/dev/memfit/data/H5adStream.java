@@ -92,18 +92,94 @@ public final class H5adStream implements AutoCloseable {
     }
 
     /**
-     * Opens a stream.
+     * Starts configuring a stream over an {@code .h5ad} (also {@link Datasets#h5ad}).
      *
      * @param file the {@code .h5ad}
-     * @param chunkSize cells per read
-     * @param bufferCells cells held in the shuffle buffer (at least one chunk)
-     * @param batchSize cells per batch
-     * @param threads concurrent chunk reads
-     * @param seed the seed
-     * @return the stream, to be closed
+     * @return the builder
      */
-    public static H5adStream open(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed) {
-        return new H5adStream(file, chunkSize, bufferCells, batchSize, threads, seed);
+    public static Builder builder(Path file) {
+        return new Builder(file);
+    }
+
+    /**
+     * Configures an {@link H5adStream}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks, batches of
+     * 256, one reader thread, seed 0.
+     */
+    public static final class Builder {
+        private final Path file;
+        private int chunkSize = 10_000;
+        private Integer bufferCells;
+        private int batchSize = 256;
+        private int threads = 1;
+        private long seed;
+
+        private Builder(Path file) {
+            this.file = file;
+        }
+
+        /**
+         * Sets the cells read at once: consecutive cells of the file, in one read.
+         *
+         * @param cells at least 1
+         * @return this builder
+         */
+        public Builder optChunkSize(int cells) {
+            this.chunkSize = cells;
+            return this;
+        }
+
+        /**
+         * Sets the cells held in the shuffle buffer, which batches are drawn from at random.
+         *
+         * @param cells at least one chunk
+         * @return this builder
+         */
+        public Builder optBufferCells(int cells) {
+            this.bufferCells = cells;
+            return this;
+        }
+
+        /**
+         * Sets the cells per batch.
+         *
+         * @param size at least 1
+         * @return this builder
+         */
+        public Builder optBatchSize(int size) {
+            this.batchSize = size;
+            return this;
+        }
+
+        /**
+         * Sets the chunk reads done at once, each on its own thread and file handle.
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder optThreads(int count) {
+            this.threads = count;
+            return this;
+        }
+
+        /**
+         * Sets the seed of the chunk order and of the draws; with the epoch it fixes the order, whatever the threads.
+         *
+         * @param seed the seed
+         * @return this builder
+         */
+        public Builder optShuffle(long seed) {
+            this.seed = seed;
+            return this;
+        }
+
+        /**
+         * Validates the settings, opens the file and starts the reader threads.
+         *
+         * @return the stream, to be closed
+         */
+        public H5adStream build() {
+            return new H5adStream(file, chunkSize, bufferCells == null ? 4 * chunkSize : bufferCells, batchSize, threads, seed);
+        }
     }
 
     /**

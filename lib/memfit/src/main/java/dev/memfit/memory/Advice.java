@@ -212,7 +212,7 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
             case IN_MEMORY -> "Small atlas: load X into memory (CSR if dense rows do not fit) and sample freely.";
             case SHARD_OR_STREAM -> "Between the in-memory and multi-GPU regimes (or too big for this RAM): convert once "
                     + "with `memfit shard` to memory-mapped shards for random access and weighted sampling over many "
-                    + "epochs, or stream the .h5ad through a shuffle buffer (H5adStream) for one or two epochs with no set-up. "
+                    + "epochs, or stream the .h5ad through a shuffle buffer (Datasets.h5ad) for one or two epochs with no set-up. "
                     + "Select genes first (`memfit preprocess --hvg`) to shrink every row.";
             case SHARDS_ACROSS_DEVICES -> String.format(Locale.ROOT, "Large atlas and %d devices: shard it and give each "
                     + "rank whole shards (DistributedShardSampler: rank r takes shards r, r+%d, ...), so each rank reads only "

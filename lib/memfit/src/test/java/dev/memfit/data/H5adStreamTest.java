@@ -56,8 +56,8 @@ class H5adStreamTest {
     @Test
     void everyCellOncePerEpochInANewOrder() {
         try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined();
-             H5adStream stream = H5adStream.open(file, 16, 48, 10, 3, 7);
-             H5adStream again = H5adStream.open(file, 16, 48, 10, 1, 7)) {
+             H5adStream stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(3).optShuffle(7).build();
+             H5adStream again = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(1).optShuffle(7).build()) {
             MemorySegment all = arena.allocate(203L * 25 * 4);
             h5ad.readRows(0, 203, all);
             List<Long> first = order(stream, 0, all);
@@ -72,13 +72,13 @@ class H5adStreamTest {
             // shuffle buffer 48 cells + 3 chunks of 16 read ahead (one per reader) + two batches of 10
             assertEquals((48 + 3 * 16 + 2 * 10) * 25L * 4, stream.bufferMemory());
         }
-        assertThrows(MemfitException.class, () -> H5adStream.open(file, 16, 8, 10, 1, 7), "buffer smaller than a chunk");
+        assertThrows(MemfitException.class, () -> Datasets.h5ad(file).optChunkSize(16).optBufferCells(8).optBatchSize(10).optThreads(1).optShuffle(7).build(), "buffer smaller than a chunk");
     }
 
     @Test
     void anEpochLeftEarlyDoesNotStarveTheNext() {
         try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
-             H5adStream stream = H5adStream.open(file, 16, 48, 10, 2, 7)) {
+             H5adStream stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(2).optShuffle(7).build()) {
             MemorySegment all = arena.allocate(203L * 25 * 4);
             h5ad.readRows(0, 203, all);
             var early = stream.epoch(0).iterator();
