@@ -121,7 +121,7 @@ public enum DType {
             case FLOAT32 -> DataType.FLOAT32;
             case FLOAT64 -> DataType.FLOAT64;
             case UINT16, UINT32, UINT64 -> throw new UnsupportedOperationException(
-                    this + " has no DJL data type; convert the batches, e.g. with convertTo(DType.FLOAT32)");
+                    this + " has no DJL data type; convert the batches, e.g. with optConvertTo(DType.FLOAT32) on the loader builder");
         };
     }
 

@@ -103,7 +103,7 @@ class TopicModelTest {
         TopicModel model = TopicModel.builder().setTopics(2).build();
         try (Loader loader = Datasets.npy(file).mapped().optBatchSize(2).build()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> model.fit(loader));
-            assertTrue(e.getMessage().contains("convertTo(DType.FLOAT32)"));
+            assertTrue(e.getMessage().contains(".optConvertTo(DType.FLOAT32)"));
         }
         assertThrows(IllegalArgumentException.class, () -> TopicModel.builder().build());
     }
