@@ -50,6 +50,23 @@ def tidy_outputs(nb):
             cell["outputs"] = merged
 
 
+# Values a reader should never see: a printf as a cell's last statement shows the PrintStream it returns.
+NOISE = re.compile(r"java\.io\.PrintStream@[0-9a-f]+")
+
+
+def output_noise(nb):
+    """Describes outputs that show object identities instead of results, one line per cell."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + "".join(output.get("data", {}).get("text/plain", ""))
+            match = NOISE.search(text)
+            if match:
+                found.append(f"cell {index} shows '{match.group(0)}': end it with a statement that returns nothing"
+                             " (e.g. System.out.print(String.format(...)))")
+    return found
+
+
 def write(nb, target_html, target_ipynb):
     tidy_outputs(nb)
     nbformat.write(nb, str(target_ipynb))
@@ -71,6 +88,9 @@ def run(path, out_dir, timeout):
     seconds = time.monotonic() - started
     html = out_dir / (path.stem + ".html")
     write(nb, html, out_dir / path.name)
+    noise = output_noise(nb)
+    if error is None and noise:
+        error = RuntimeError("output noise:\n" + "\n".join(noise))
     images = sum(1 for cell in nb.cells for output in cell.get("outputs", [])
                  if "image/png" in output.get("data", {}))
     return error, seconds, html, images
