@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.BiConsumer;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -72,21 +73,14 @@ class LayersTest {
     }
 
     @Test
-    void fileFormatsReportProgressOnlyThroughAListener() throws IOException {
+    void fileFormatsReportProgressOnlyThroughAListener() {
         // io code calls the ProgressListener it is given; drawing a bar is the console listener's business.
         List<String> printing = new ArrayList<>();
-        Path root = classRoot(DType.class);
-        try (Stream<Path> files = Files.walk(root.resolve("dev/memfit/io"))) {
-            for (Path file : files.filter(p -> p.toString().endsWith(".class")).toList()) {
-                ClassModel model = ClassFile.of().parse(file);
-                model.constantPool().forEach(entry -> {
-                    if (entry instanceof ClassEntry type && (type.asInternalName().equals("dev/memfit/Progress")
-                            || type.asInternalName().startsWith("me/tongfei/"))) {
-                        printing.add(model.thisClass().asInternalName() + " uses " + type.asInternalName());
-                    }
-                });
+        forEachClassReference(classRoot(DType.class).resolve("dev/memfit/io"), (from, to) -> {
+            if (to.equals("dev/memfit/Progress") || to.startsWith("me/tongfei/")) {
+                printing.add(from + " uses " + to);
             }
-        }
+        });
         assertTrue(printing.isEmpty(), String.join("\n", printing));
     }
 
@@ -109,26 +103,35 @@ class LayersTest {
     /** Package to the memfit packages its classes refer to (itself excluded). */
     static Map<String, TreeSet<String>> packageDependencies(Path root) {
         Map<String, TreeSet<String>> uses = new TreeMap<>();
+        forEachClassReference(root, (from, to) -> {
+            String fromPackage = packageOf(from);
+            String toPackage = packageOf(to);
+            TreeSet<String> targets = uses.computeIfAbsent(fromPackage, k -> new TreeSet<>());
+            if (toPackage.startsWith("dev.memfit") && !toPackage.equals(fromPackage)) {
+                targets.add(toPackage);
+            }
+        });
+        uses.keySet().removeIf(pkg -> !pkg.startsWith("dev.memfit"));
+        return uses;
+    }
+
+    /** Calls back with (class, class it refers to) for every class reference in every class file under a folder. */
+    static void forEachClassReference(Path root, BiConsumer<String, String> reference) {
         try (Stream<Path> files = Files.walk(root)) {
             for (Path file : files.filter(p -> p.toString().endsWith(".class")).toList()) {
                 ClassModel model = ClassFile.of().parse(file);
-                String from = packageOf(model.thisClass().asInternalName());
-                TreeSet<String> targets = uses.computeIfAbsent(from, k -> new TreeSet<>());
+                String from = model.thisClass().asInternalName();
+                reference.accept(from, from);
                 model.constantPool().forEach(entry -> {
                     if (entry instanceof ClassEntry type) {
-                        String name = type.asInternalName().replaceFirst("^\\[*L?", "").replace(";", "");
-                        String to = packageOf(name);
-                        if (to.startsWith("dev.memfit") && !to.equals(from)) {
-                            targets.add(to);
-                        }
+                        // array descriptors ([[Ldev/memfit/X;) name their element class
+                        reference.accept(from, type.asInternalName().replaceFirst("^\\[*L?", "").replace(";", ""));
                     }
                 });
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        uses.keySet().removeIf(pkg -> !pkg.startsWith("dev.memfit"));
-        return uses;
     }
 
     private static String packageOf(String internalName) {

@@ -57,9 +57,8 @@ final class EstimateCommand implements Callable<Integer> {
                 : data.sampleBytes() / data.dtype().byteSize() * Float.BYTES;
         String atlas = null;
         if (data.format() == Formats.Format.H5AD) {
-            long cells = (Long) data.facts().get("n_obs");
-            long genes = (Long) data.facts().get("n_vars");
-            atlas = Advice.atlasText(cells, genes, (Long) data.facts().get("nnz"), devices, Advice.Machine.current());
+            atlas = Advice.atlasText(data.samples(), data.sampleShape()[0], (Long) data.facts().get("nnz"), devices,
+                    Advice.Machine.current());
         }
         MemoryEstimator.Optimizer kind;
         try {

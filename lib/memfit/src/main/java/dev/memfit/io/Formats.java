@@ -3,6 +3,7 @@ package dev.memfit.io;
 import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.hdf5.Hdf5;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.mrc.MrcHeader;
 import dev.memfit.io.mrc.ParticleStack;
@@ -31,8 +32,6 @@ public final class Formats {
 
     /** The name of the file that marks a folder of shards. */
     public static final String SHARD_METADATA = "shard_metadata.json";
-
-    private static final byte[] HDF5_MAGIC = {(byte) 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 
     private Formats() {
     }
@@ -141,7 +140,7 @@ public final class Formats {
         if (Npy.looksLikeNpy(path)) {
             return Format.NPY;
         }
-        if (isHdf5(path)) {
+        if (Hdf5.looksLikeHdf5(path)) {
             return Format.PACKED_HDF5;
         }
         throw new MemfitException(path + ": expected a format memfit reads (.npy, .mrcs/.mrc, a .txt list of stacks, "
@@ -225,16 +224,6 @@ public final class Formats {
 
     private static String byteOrder(DType dtype, ByteOrder order) {
         return dtype.byteSize() == 1 ? "not applicable" : order == ByteOrder.LITTLE_ENDIAN ? "little-endian" : "big-endian";
-    }
-
-    private static boolean isHdf5(Path file) {
-        // The signature is at offset 0 for files written by h5py, anndata and memfit (no user block).
-        try (var in = Files.newInputStream(file)) {
-            byte[] head = in.readNBytes(HDF5_MAGIC.length);
-            return java.util.Arrays.equals(head, HDF5_MAGIC);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + file, e);
-        }
     }
 
     private static long size(List<Path> files) {

@@ -279,7 +279,7 @@ public final class Hdf5Writer implements AutoCloseable {
             }
             long rootAddress = writeHeaders(root);
             ByteBuffer superblock = ByteBuffer.allocate(SUPERBLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            superblock.put(new byte[]{(byte) 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'});
+            superblock.put(Hdf5.signature());
             superblock.put((byte) 2).put((byte) 8).put((byte) 8).put((byte) 0);
             superblock.putLong(0).putLong(UNDEFINED).putLong(end).putLong(rootAddress);
             superblock.putInt(checksum(superblock.array(), SUPERBLOCK_BYTES - 4));
