@@ -67,7 +67,7 @@ class SelectRandomAndInspectParticlesTest {
                     assertEquals(all[(int) keep[i] * 64 + p], values[i * 64 + p], 0f);
                 }
             }
-            assertEquals(5, subset.source().size());
+            assertEquals(5, subset.samples());
         }
         Path bad = Subsets.write(dir.resolve("bad.npy"), new long[]{1, 50});
         InvalidFileException e = assertThrows(InvalidFileException.class,

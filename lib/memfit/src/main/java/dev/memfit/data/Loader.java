@@ -89,6 +89,33 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
+     * The number of samples in the data (one epoch visits {@link #batchesPerEpoch()} batches of them).
+     *
+     * @return samples
+     */
+    public long samples() {
+        return source.size();
+    }
+
+    /**
+     * The shape of one sample, without the batch dimension.
+     *
+     * @return the sample shape
+     */
+    public Shape sampleShape() {
+        return source.sampleShape();
+    }
+
+    /**
+     * What the batches are read from, for logs and notebooks.
+     *
+     * @return a one-line description
+     */
+    public String describe() {
+        return source.describe();
+    }
+
+    /**
      * The samples per batch.
      *
      * @return the batch size

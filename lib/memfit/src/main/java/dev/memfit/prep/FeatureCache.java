@@ -104,7 +104,7 @@ public final class FeatureCache {
         long start = System.nanoTime();
         Path data = directory.resolve(name + ".npy");
         Path manifest = directory.resolve(name + ".manifest.json");
-        String problem = check(data, manifest, parameters, items.source().size(), extractor.featureShape());
+        String problem = check(data, manifest, parameters, items.samples(), extractor.featureShape());
         if (problem == null) {
             return new Result(data, Status.HIT, "", (System.nanoTime() - start) / 1e9);
         }
@@ -176,7 +176,7 @@ public final class FeatureCache {
         long[] featureShape = extractor.featureShape();
         long perItem = Arrays.stream(featureShape).reduce(1, Math::multiplyExact);
         long[] shape = new long[featureShape.length + 1];
-        shape[0] = items.source().size();
+        shape[0] = items.samples();
         System.arraycopy(featureShape, 0, shape, 1, featureShape.length);
         long rowBytes = perItem * Float.BYTES;
         long started = System.nanoTime();

@@ -70,7 +70,7 @@ public final class CellClassifier implements AutoCloseable {
     public List<EpochStats> fit(Loader loader, int[] labels, Consumer<EpochStats> onEpoch) {
         Engine engine = Engine.getEngine("PyTorch");
         Device target = device != null ? device : engine.defaultDevice();
-        long genes = loader.source().sampleShape().size();
+        long genes = loader.sampleShape().size();
         if (manager == null) {
             engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
             manager = engine.newBaseManager(target);
@@ -131,9 +131,9 @@ public final class CellClassifier implements AutoCloseable {
         if (manager == null) {
             throw new IllegalStateException("fit the classifier before predicting");
         }
-        int[] predictions = new int[Math.toIntExact(loader.source().size())];
+        int[] predictions = new int[Math.toIntExact(loader.samples())];
         java.util.Arrays.fill(predictions, -1);
-        long genes = loader.source().sampleShape().size();
+        long genes = loader.sampleShape().size();
         for (Batch batch : loader.epoch(0)) {
             try (NDManager step = manager.newSubManager()) {
                 NDArray x = batch.toNDArray(step).toDevice(manager.getDevice(), false).reshape(batch.size(), genes).add(1f).log();

@@ -90,7 +90,7 @@ public final class ImageVae implements AutoCloseable {
     public List<EpochStats> fit(Loader loader, Consumer<EpochStats> onEpoch) {
         Engine engine = Engine.getEngine("PyTorch");
         Device target = device != null ? device : engine.defaultDevice();
-        pixels = loader.source().sampleShape().size();
+        pixels = loader.sampleShape().size();
         if (manager == null) {
             engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
             manager = engine.newBaseManager(target);

@@ -106,8 +106,8 @@ public final class TopicModel {
             throw new IllegalArgumentException("the topic model trains on float32 counts; build the loader with "
                     + ".optConvertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
         }
-        long documents = loader.source().size();
-        long terms = loader.source().sampleShape().size();
+        long documents = loader.samples();
+        long terms = loader.sampleShape().size();
         Engine engine = Engine.getEngine("PyTorch");
         Device target = device != null ? device : engine.defaultDevice();
         List<EpochStats> history = new ArrayList<>();

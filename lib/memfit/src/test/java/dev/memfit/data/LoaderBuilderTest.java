@@ -124,7 +124,7 @@ class LoaderBuilderTest {
             for (Batch batch : fromFile.epoch(0)) {
                 assertArrayEquals(new long[]{0, 1, 2}, batch.indices(), "indices are positions in the subset");
             }
-            assertEquals(3, fromFile.source().size(), "renumbered from 0");
+            assertEquals(3, fromFile.samples(), "renumbered from 0");
         }
     }
 

@@ -87,7 +87,7 @@ class ParticleSourcesTest {
                     assertArrayEquals(expected.get(b), got.get(b), other + " batch " + b);
                 }
             }
-            assertTrue(lazy8.source().describe().contains("8 threads"));
+            assertTrue(lazy8.describe().contains("8 threads"));
         }
     }
 
