@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
-import dev.memfit.data.H5adStream;
 import dev.memfit.data.Loader;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.memory.MemoryProbe;
@@ -33,7 +32,7 @@ import java.util.Optional;
 
 /**
  * Single-cell atlas benchmarks, side by side in one run: a streaming pass over an {@code .h5ad} (memfit's
- * {@link H5adStream} vs anndata's backed {@code chunked_X}), random batches read from the {@code .h5ad} directly
+ * {@link Datasets#h5ad} vs anndata's backed {@code chunked_X}), random batches read from the {@code .h5ad} directly
  * (memfit vs anndata backed indexing) and from shards (memfit's loader vs a C mmap+memcpy gather of rows of the same
  * size), and shard conversion (cells/s and peak memory of a separate JVM, for two file sizes).
  */
@@ -102,7 +101,7 @@ public final class H5adBenchmark {
 
         for (int threads : settings.threads()) {
             double seconds = streamPass(file, settings, threads);
-            rows.add(new Row("stream pass over .h5ad", "memfit H5adStream", threads, cells / seconds, cells * rowBytes / seconds / 1e9, 0, 0));
+            rows.add(new Row("stream pass over .h5ad", "memfit h5ad stream", threads, cells / seconds, cells * rowBytes / seconds / 1e9, 0, 0));
         }
         if (settings.baselines() && Baselines.pythonHas("anndata")) {
             anndata(file, "stream", Integer.toString(settings.chunkSize())).ifPresent(json -> rows.add(new Row(
@@ -179,7 +178,7 @@ public final class H5adBenchmark {
 
     private static double streamPass(Path file, Settings settings, int threads) {
         long sink = 0;
-        try (H5adStream stream = Datasets.h5ad(file).optChunkSize(settings.chunkSize())
+        try (Loader stream = Datasets.h5ad(file).optChunkSize(settings.chunkSize())
                 .optBufferCells(4 * settings.chunkSize()).optBatchSize(settings.batchSize()).optThreads(threads)
                 .optShuffle(settings.seed()).build()) {
             double seconds = 0;

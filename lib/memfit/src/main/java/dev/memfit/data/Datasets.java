@@ -73,7 +73,7 @@ public final class Datasets {
      * @param path a file or folder
      * @return the loader settings
      * @throws MemfitException for an {@code .h5ad} (convert it with {@code ./memfit shard} and open the folder, or
-     *         stream it with {@link H5adStream}) and for formats memfit does not read
+     *         stream it with {@link #h5ad(Path)}) and for formats memfit does not read
      */
     public static LoaderBuilder open(Path path) {
         return switch (Formats.detect(path)) {
@@ -100,12 +100,12 @@ public final class Datasets {
 
     /**
      * Streams an AnnData {@code .h5ad} through a shuffle buffer: no set-up, memory bounded by the buffer, every cell
-     * once per epoch (see {@link H5adStream}).
+     * once per epoch, in batches like every other {@link Loader} (see {@link H5adStreamBuilder}).
      *
      * @param file the {@code .h5ad}
      * @return the stream settings
      */
-    public static H5adStream.Builder h5ad(Path file) {
-        return H5adStream.builder(file);
+    public static H5adStreamBuilder h5ad(Path file) {
+        return new H5adStreamBuilder(file);
     }
 }

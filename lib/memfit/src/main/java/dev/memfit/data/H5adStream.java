@@ -13,7 +13,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.SplittableRandom;
@@ -25,13 +24,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Streams an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer: chunks are read in a per-epoch
- * random order on {@code threads} threads (each with its own file handle), and batches are drawn at random from the
- * cells in the buffer. Every cell is yielded once per epoch; the order differs every epoch (from the seed and the
- * epoch); memory is the buffer (with room for the chunks being read ahead, which readers write straight into free
- * slots) and two batches, whatever the file size.
+ * The streaming {@link Loader} over an {@code .h5ad}: chunks of consecutive cells are read in a per-epoch random order
+ * on {@code threads} threads (each with its own file handle), and batches are drawn at random from the cells in a
+ * shuffle buffer. Every cell is yielded once per epoch; the order differs every epoch (from the seed and the epoch) and
+ * does not depend on the number of threads; memory is the buffer (with room for the chunks being read ahead, which
+ * readers write straight into free slots) and two batches, whatever the file size. Configured by
+ * {@link H5adStreamBuilder}.
  */
-public final class H5adStream implements AutoCloseable {
+final class H5adStream implements Loader.Pipeline {
 
     private static final AtomicInteger POOL_ID = new AtomicInteger();
 
@@ -51,16 +51,17 @@ public final class H5adStream implements AutoCloseable {
     private final ConcurrentLinkedDeque<MemorySegment> batchBuffers = new ConcurrentLinkedDeque<>();
     private final int slots;
     private final NativeMemory.Reservation reservation;
-    private EpochIterator active;
+    private final boolean dropLast;
 
-    private H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed) {
+    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed, boolean dropLast) {
         try (H5ad probe = H5ad.open(file)) {
             this.cells = probe.observations();
             this.genes = probe.variables();
         }
-        if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || threads < 1) {
-            throw new MemfitException("need chunk size >= 1, shuffle buffer >= chunk size, batch size >= 1 and threads >= 1;"
-                    + " got chunk " + chunkSize + ", buffer " + bufferCells + ", batch " + batchSize + ", threads " + threads);
+        if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1) {
+            throw new MemfitException("streaming " + file + " needs chunk size >= 1, shuffle buffer >= chunk size,"
+                    + " 1 <= batch size <= shuffle buffer and threads >= 1; got chunk " + chunkSize + ", buffer "
+                    + bufferCells + ", batch " + batchSize + ", threads " + threads);
         }
         this.file = file;
         this.chunkSize = chunkSize;
@@ -68,6 +69,7 @@ public final class H5adStream implements AutoCloseable {
         this.batchSize = batchSize;
         this.seed = seed;
         this.threads = threads;
+        this.dropLast = dropLast;
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
             H5ad opened = H5ad.open(file);
@@ -91,140 +93,59 @@ public final class H5adStream implements AutoCloseable {
         return Math.max(2, threads);
     }
 
-    /**
-     * Starts configuring a stream over an {@code .h5ad} (also {@link Datasets#h5ad}).
-     *
-     * @param file the {@code .h5ad}
-     * @return the builder
-     */
-    public static Builder builder(Path file) {
-        return new Builder(file);
-    }
-
-    /**
-     * Configures an {@link H5adStream}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks, batches of
-     * 256, one reader thread, seed 0.
-     */
-    public static final class Builder {
-        private final Path file;
-        private int chunkSize = 10_000;
-        private Integer bufferCells;
-        private int batchSize = 256;
-        private int threads = 1;
-        private long seed;
-
-        private Builder(Path file) {
-            this.file = file;
-        }
-
-        /**
-         * Sets the cells read at once: consecutive cells of the file, in one read.
-         *
-         * @param cells at least 1
-         * @return this builder
-         */
-        public Builder optChunkSize(int cells) {
-            this.chunkSize = cells;
-            return this;
-        }
-
-        /**
-         * Sets the cells held in the shuffle buffer, which batches are drawn from at random.
-         *
-         * @param cells at least one chunk
-         * @return this builder
-         */
-        public Builder optBufferCells(int cells) {
-            this.bufferCells = cells;
-            return this;
-        }
-
-        /**
-         * Sets the cells per batch.
-         *
-         * @param size at least 1
-         * @return this builder
-         */
-        public Builder optBatchSize(int size) {
-            this.batchSize = size;
-            return this;
-        }
-
-        /**
-         * Sets the chunk reads done at once, each on its own thread and file handle.
-         *
-         * @param count at least 1
-         * @return this builder
-         */
-        public Builder optThreads(int count) {
-            this.threads = count;
-            return this;
-        }
-
-        /**
-         * Sets the seed of the chunk order and of the draws; with the epoch it fixes the order, whatever the threads.
-         *
-         * @param seed the seed
-         * @return this builder
-         */
-        public Builder optShuffle(long seed) {
-            this.seed = seed;
-            return this;
-        }
-
-        /**
-         * Validates the settings, opens the file and starts the reader threads.
-         *
-         * @return the stream, to be closed
-         */
-        public H5adStream build() {
-            return new H5adStream(file, chunkSize, bufferCells == null ? 4 * chunkSize : bufferCells, batchSize, threads, seed);
-        }
-    }
-
-    /**
-     * The shape of one cell: the number of genes.
-     *
-     * @return the shape
-     */
+    @Override
     public Shape sampleShape() {
         return new Shape(genes);
     }
 
-    /**
-     * The number of cells.
-     *
-     * @return n_obs
-     */
-    public long size() {
+    @Override
+    public long samples() {
         return cells;
     }
 
-    /**
-     * The native memory the stream holds: the shuffle buffer, the chunks being read ahead and two batch buffers.
-     *
-     * @return bytes
-     */
+    @Override
+    public String describe() {
+        return "stream of " + file.getFileName() + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
+                + ", shuffle buffer " + bufferCells + ", " + threads + (threads == 1 ? " thread)" : " threads)");
+    }
+
+    @Override
+    public int batchSize() {
+        return batchSize;
+    }
+
+    @Override
+    public long batchesPerEpoch() {
+        return dropLast ? cells / batchSize : (cells + batchSize - 1) / batchSize;
+    }
+
+    @Override
+    public DType outputType() {
+        return DType.FLOAT32;
+    }
+
+    /** The shuffle buffer, the chunks being read ahead and two batch buffers. */
+    @Override
     public long bufferMemory() {
         long rowBytes = genes * Float.BYTES;
         return bufferCells * rowBytes + (long) readDepth() * chunkSize * rowBytes + 2L * batchSize * rowBytes;
     }
 
-    /**
-     * The batches of one epoch, every cell once. One epoch at a time.
-     *
-     * @param epoch the epoch, which with the seed fixes the order
-     * @return the batches
-     */
-    public Iterable<Batch> epoch(long epoch) {
-        return () -> new EpochIterator(epoch);
+    @Override
+    public Loader.Epoch start(long epoch) {
+        return new EpochIterator(epoch);
+    }
+
+    @Override
+    public String toString() {
+        return describe() + ", batch " + batchSize + ", seed " + seed;
     }
 
     /** A chunk being read straight into reserved slots of the buffer. */
     private record Pending(Future<?> read, long first, int[] slots) {
     }
 
-    private final class EpochIterator implements Iterator<Batch> {
+    private final class EpochIterator implements Loader.Epoch {
         private final long epoch;
         private final long[] chunkOrder;
         private final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
@@ -236,6 +157,7 @@ public final class H5adStream implements AutoCloseable {
         private int free;
         private int nextChunk;
         private int live;
+        private final long batches;
         private long returned;
         private long number;
         private Batch current;
@@ -245,10 +167,7 @@ public final class H5adStream implements AutoCloseable {
             long chunks = (cells + chunkSize - 1) / chunkSize;
             this.chunkOrder = new ShuffledSampler(chunks, seed).indices(epoch);
             this.random = ShuffledSampler.random(seed ^ 0x2545F4914F6CDD1DL, epoch);
-            if (active != null) {
-                active.abandon();
-            }
-            active = this;
+            this.batches = batchesPerEpoch();
             this.slotCell = new long[slots];
             this.liveSlots = new int[slots];
             this.freeSlots = new int[slots];
@@ -275,11 +194,12 @@ public final class H5adStream implements AutoCloseable {
         }
 
         /**
-         * Makes read chunks live while a whole chunk fits under the buffer size: waits on the oldest read, so which rows
-         * are live at each draw depends only on the seed and epoch, never on how fast the readers are.
+         * Makes read chunks live while a whole chunk fits under the buffer size, or while fewer cells are live than the
+         * next batch needs (so every batch but an epoch's last has exactly the batch size). Waits on the oldest read, so
+         * which rows are live at each draw depends only on the seed and epoch, never on how fast the readers are.
          */
-        private void refill() {
-            while (!inFlight.isEmpty() && live + chunkSize <= bufferCells) {
+        private void refill(int needed) {
+            while (!inFlight.isEmpty() && (live + chunkSize <= bufferCells || live < needed)) {
                 Pending chunk = inFlight.poll();
                 try {
                     chunk.read().get();
@@ -300,7 +220,8 @@ public final class H5adStream implements AutoCloseable {
         }
 
         /** Waits for the reads still in flight when an epoch is left early: they write into the shared buffer. */
-        private void abandon() {
+        @Override
+        public void abandon() {
             for (Pending pending : inFlight) {
                 try {
                     pending.read().get();
@@ -320,7 +241,7 @@ public final class H5adStream implements AutoCloseable {
 
         @Override
         public boolean hasNext() {
-            return returned < cells;
+            return number < batches;
         }
 
         @Override
@@ -331,9 +252,9 @@ public final class H5adStream implements AutoCloseable {
             if (current != null) {
                 current.close();
             }
-            refill();
+            int size = (int) Math.min(batchSize, cells - returned);
+            refill(size);
             long rowBytes = genes * Float.BYTES;
-            int size = (int) Math.min(batchSize, live);
             MemorySegment out = batchBuffers.pollFirst();
             long[] indices = new long[size];
             for (int i = 0; i < size; i++) {

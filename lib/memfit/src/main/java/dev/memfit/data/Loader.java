@@ -1,32 +1,18 @@
 package dev.memfit.data;
 
-import dev.memfit.source.SampleSource;
 import ai.djl.ndarray.types.Shape;
-import dev.memfit.MemfitException;
-import dev.memfit.Threads;
 import dev.memfit.DType;
-import dev.memfit.NativeMemory;
-import dev.memfit.sample.Sampler;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteOrder;
-import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Iterator;
-import java.util.NoSuchElementException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Turns a {@link SampleSource} into epochs of mini-batches, read ahead on background threads.
+ * Epochs of mini-batches, whatever they are read from: the one batch pipeline every source ends in.
  *
- * <p>Batch buffers are off-heap and reused: the loader owns {@code max(1, prefetch) + 1} of them, so its memory is a
- * few batches whatever the size of the data. Build one with {@link Datasets}:
+ * <p>Random-access sources ({@code .npy} in memory or mapped, lazy particle stacks, packed records, shards) read the
+ * batches a {@link dev.memfit.sample.Sampler} orders on background threads; an {@code .h5ad} stream reads chunks of
+ * consecutive cells through a shuffle buffer. Either way batch buffers are off-heap and reused, so a loader's memory
+ * ({@link #bufferMemory()}) is a few batches (plus the shuffle buffer when streaming) whatever the size of the data.
+ * Build one with {@link Datasets}:
  *
  * <pre>{@code
  * try (Loader loader = Datasets.npy(path).mapped().optBatchSize(256).optShuffle(42).optPrefetch(2).build()) {
@@ -40,52 +26,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class Loader implements AutoCloseable {
 
-    private static final AtomicInteger POOL_ID = new AtomicInteger();
+    private final Pipeline pipeline;
+    private Epoch active;
 
-    private final SampleSource source;
-    private final boolean ownsSource;
-    private final Sampler sampler;
-    private final int batchSize;
-    private final boolean dropLast;
-    private final int prefetch;
-    private final int threads;
-    private final DType outputType;
-    private final ExecutorService pool;
-    private final Arena arena = Arena.ofShared();
-    private final ConcurrentLinkedDeque<MemorySegment> freeBuffers = new ConcurrentLinkedDeque<>();
-    private final NativeMemory.Reservation reservation;
-    private EpochIterator active;
-    private final long bufferBytes;
-
-    Loader(SampleSource source, boolean ownsSource, Sampler sampler, int batchSize, boolean dropLast, int prefetch,
-           int threads, DType outputType) {
-        this.source = source;
-        this.ownsSource = ownsSource;
-        this.sampler = sampler;
-        this.batchSize = batchSize;
-        this.dropLast = dropLast;
-        this.prefetch = prefetch;
-        this.threads = threads;
-        this.outputType = outputType;
-        this.pool = threads == 0 ? null
-                : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
-        long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
-        long readBytes = (long) batchSize * source.sampleBytes();
-        this.bufferBytes = Math.max(outputBytes, readBytes);
-        int buffers = Math.max(1, prefetch) + 1;
-        for (int i = 0; i < buffers; i++) {
-            freeBuffers.add(arena.allocate(Math.max(1, bufferBytes), 64));
-        }
-        this.reservation = NativeMemory.ALLOCATED.reserve(buffers * bufferBytes);
-    }
-
-    /**
-     * The source batches are read from.
-     *
-     * @return the source
-     */
-    public SampleSource source() {
-        return source;
+    Loader(Pipeline pipeline) {
+        this.pipeline = pipeline;
     }
 
     /**
@@ -94,7 +39,7 @@ public final class Loader implements AutoCloseable {
      * @return samples
      */
     public long samples() {
-        return source.size();
+        return pipeline.samples();
     }
 
     /**
@@ -103,25 +48,25 @@ public final class Loader implements AutoCloseable {
      * @return the sample shape
      */
     public Shape sampleShape() {
-        return source.sampleShape();
+        return pipeline.sampleShape();
     }
 
     /**
-     * What the batches are read from, for logs and notebooks.
+     * What the batches are read from and how, for logs and notebooks.
      *
      * @return a one-line description
      */
     public String describe() {
-        return source.describe();
+        return pipeline.describe();
     }
 
     /**
-     * The samples per batch.
+     * The samples per batch (the last batch of an epoch may be smaller unless the loader drops it).
      *
      * @return the batch size
      */
     public int batchSize() {
-        return batchSize;
+        return pipeline.batchSize();
     }
 
     /**
@@ -130,8 +75,7 @@ public final class Loader implements AutoCloseable {
      * @return batches per epoch
      */
     public long batchesPerEpoch() {
-        long samples = sampler.epochLength();
-        return dropLast ? samples / batchSize : (samples + batchSize - 1) / batchSize;
+        return pipeline.batchesPerEpoch();
     }
 
     /**
@@ -140,16 +84,16 @@ public final class Loader implements AutoCloseable {
      * @return the output dtype
      */
     public DType outputType() {
-        return outputType;
+        return pipeline.outputType();
     }
 
     /**
-     * The off-heap memory the loader holds for batch buffers.
+     * The off-heap memory the loader holds: batch buffers, and the shuffle buffer when streaming.
      *
      * @return bytes
      */
     public long bufferMemory() {
-        return (Math.max(1, prefetch) + 1) * bufferBytes;
+        return pipeline.bufferMemory();
     }
 
     /**
@@ -163,11 +107,11 @@ public final class Loader implements AutoCloseable {
         return () -> start(epoch);
     }
 
-    private synchronized EpochIterator start(long epoch) {
+    private synchronized Epoch start(long epoch) {
         if (active != null) {
             active.abandon();
         }
-        active = new EpochIterator(epoch);
+        active = pipeline.start(epoch);
         return active;
     }
 
@@ -180,134 +124,40 @@ public final class Loader implements AutoCloseable {
             active.abandon();
             active = null;
         }
-        if (pool != null) {
-            pool.shutdownNow();
-        }
-        arena.close();
-        reservation.close();
-        if (ownsSource) {
-            source.close();
-        }
+        pipeline.close();
     }
 
     @Override
     public String toString() {
-        return "Loader[" + source.describe() + ", batch " + batchSize + ", " + sampler + ", prefetch " + prefetch
-                + ", threads " + threads + "]";
+        return "Loader[" + pipeline + "]";
     }
 
-    private Batch fill(long epoch, long number, long[] indices, MemorySegment buffer) {
-        Shape sample = source.sampleShape();
-        long[] dims = new long[sample.dimension() + 1];
-        dims[0] = indices.length;
-        System.arraycopy(sample.getShape(), 0, dims, 1, sample.dimension());
-        Shape shape = new Shape(dims);
-        long outBytes = shape.size() * outputType.byteSize();
-        try {
-            if (outputType == source.dtype()) {
-                source.readBatch(indices, buffer.asSlice(0, indices.length * source.sampleBytes()));
-            } else {
-                convertInPlace(indices, buffer);
-            }
-        } catch (RuntimeException e) {
-            freeBuffers.addFirst(buffer);
-            throw e;
-        }
-        return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
-    }
+    /** How batches are produced: random access in sampler order, or a stream through a shuffle buffer. */
+    interface Pipeline extends AutoCloseable {
+        long samples();
 
-    /** Reads in the source's type where the conversion needs it, then converts in place to the output type. */
-    private void convertInPlace(long[] indices, MemorySegment buffer) {
-        DType from = source.dtype();
-        long elements = indices.length * source.sampleShape().size();
-        long start = DType.stagingOffset(elements, from, outputType);
-        source.readBatch(indices, buffer.asSlice(start, elements * from.byteSize()));
-        DType.convertInPlace(buffer, elements, from, ByteOrder.nativeOrder(), outputType);
-    }
+        Shape sampleShape();
 
-    private final class EpochIterator implements Iterator<Batch> {
-        private final long epoch;
-        private final long[] order;
-        private final long batches;
-        private final ArrayDeque<CompletableFuture<Batch>> pending = new ArrayDeque<>();
-        private long submitted;
-        private long returned;
-        private Batch current;
+        String describe();
 
-        EpochIterator(long epoch) {
-            this.epoch = epoch;
-            this.order = sampler.indices(epoch);
-            this.batches = batchesPerEpoch();
-            submitMore();
-        }
+        int batchSize();
 
-        /** Waits for reads in flight and gives every buffer back, so a new epoch can start. */
-        void abandon() {
-            for (CompletableFuture<Batch> future : pending) {
-                try {
-                    future.join().close();
-                } catch (RuntimeException ignored) {
-                    // The failed read's buffer was never handed out; the error belongs to the abandoned epoch.
-                }
-            }
-            pending.clear();
-            if (current != null) {
-                current.close();
-                current = null;
-            }
-            submitted = batches;
-        }
+        long batchesPerEpoch();
 
-        private void submitMore() {
-            int depth = Math.max(1, prefetch);
-            while (submitted < batches && pending.size() < depth) {
-                MemorySegment buffer = freeBuffers.pollFirst();
-                if (buffer == null) {
-                    return;
-                }
-                long number = submitted++;
-                int from = Math.toIntExact(number * batchSize);
-                int to = Math.min(order.length, from + batchSize);
-                long[] indices = Arrays.copyOfRange(order, from, to);
-                if (pool == null) {
-                    pending.add(CompletableFuture.completedFuture(fill(epoch, number, indices, buffer)));
-                } else {
-                    pending.add(CompletableFuture.supplyAsync(() -> fill(epoch, number, indices, buffer), pool));
-                }
-            }
-        }
+        DType outputType();
+
+        long bufferMemory();
+
+        /** Starts an epoch; the loader has abandoned the previous one already. */
+        Epoch start(long epoch);
 
         @Override
-        public boolean hasNext() {
-            return returned < batches;
-        }
+        void close();
+    }
 
-        @Override
-        public Batch next() {
-            if (returned >= batches) {
-                throw new NoSuchElementException("epoch " + epoch + " has " + batches + " batches");
-            }
-            if (current != null) {
-                current.close();
-            }
-            submitMore();
-            CompletableFuture<Batch> head = pending.poll();
-            try {
-                current = head.get();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new MemfitException("interrupted while waiting for batch " + returned + " of epoch " + epoch, e);
-            } catch (ExecutionException e) {
-                Throwable cause = e.getCause();
-                if (cause instanceof RuntimeException runtime) {
-                    throw runtime;
-                }
-                throw new MemfitException("reading batch " + returned + " of epoch " + epoch + " from " + source.describe()
-                        + " failed: " + cause, cause);
-            }
-            returned++;
-            submitMore();
-            return current;
-        }
+    /** The batches of one epoch, which can be left early. */
+    interface Epoch extends Iterator<Batch> {
+        /** Waits for reads in flight and gives every buffer back, so the next epoch can start. */
+        void abandon();
     }
 }

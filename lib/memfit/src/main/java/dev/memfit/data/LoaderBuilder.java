@@ -168,7 +168,7 @@ public final class LoaderBuilder {
                         + "produced; lower the batch size or keep the last partial batch");
             }
             DType output = convertTo == null ? source.dtype() : convertTo;
-            return new Loader(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output);
+            return new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output));
         } catch (RuntimeException e) {
             if (ownsSource) {
                 opened.close();

@@ -38,26 +38,32 @@ class H5adStreamTest {
                 """, file));
     }
 
-    private static List<Long> order(H5adStream stream, long epoch, MemorySegment all) {
+    private static List<Long> order(Loader stream, long epoch, MemorySegment all) {
         List<Long> order = new ArrayList<>();
         long rowBytes = 25 * Float.BYTES;
+        long batches = 0;
         for (Batch batch : stream.epoch(epoch)) {
+            assertEquals(batches++, batch.number());
+            boolean last = batches == stream.batchesPerEpoch();
+            assertEquals(last ? 203 - (batches - 1) * stream.batchSize() : stream.batchSize(), batch.size(),
+                    "every batch but the last has exactly the batch size, even when the buffer runs low");
+            assertEquals(new ai.djl.ndarray.types.Shape(batch.size(), 25), batch.shape());
             long[] indices = batch.indices();
             for (int i = 0; i < indices.length; i++) {
                 assertEquals(-1, batch.data().asSlice(i * rowBytes, rowBytes).mismatch(all.asSlice(indices[i] * rowBytes, rowBytes)),
                         "cell " + indices[i] + " carries its own row");
                 order.add(indices[i]);
             }
-            assertTrue(batch.size() <= 10);
         }
+        assertEquals(stream.batchesPerEpoch(), batches);
         return order;
     }
 
     @Test
     void everyCellOncePerEpochInANewOrder() {
         try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined();
-             H5adStream stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(3).optShuffle(7).build();
-             H5adStream again = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(1).optShuffle(7).build()) {
+             Loader stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(3).optShuffle(7).build();
+             Loader again = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(1).optShuffle(7).build()) {
             MemorySegment all = arena.allocate(203L * 25 * 4);
             h5ad.readRows(0, 203, all);
             List<Long> first = order(stream, 0, all);
@@ -71,14 +77,42 @@ class H5adStreamTest {
             assertEquals(first, order(again, 0, all), "same seed, same order, whatever the number of readers");
             // shuffle buffer 48 cells + 3 chunks of 16 read ahead (one per reader) + two batches of 10
             assertEquals((48 + 3 * 16 + 2 * 10) * 25L * 4, stream.bufferMemory());
+            assertEquals(203, stream.samples());
+            assertEquals(21, stream.batchesPerEpoch());
+            assertEquals(new ai.djl.ndarray.types.Shape(25), stream.sampleShape());
+            assertTrue(stream.describe().contains("stream.h5ad") && stream.describe().contains("203 cells"), stream.describe());
         }
         assertThrows(MemfitException.class, () -> Datasets.h5ad(file).optChunkSize(16).optBufferCells(8).optBatchSize(10).optThreads(1).optShuffle(7).build(), "buffer smaller than a chunk");
+        MemfitException tooBig = assertThrows(MemfitException.class, () -> Datasets.h5ad(file).optChunkSize(16).optBufferCells(32).optBatchSize(40).build());
+        assertTrue(tooBig.getMessage().contains("stream.h5ad") && tooBig.getMessage().contains("batch 40"), tooBig.getMessage());
+    }
+
+    @Test
+    void aBufferOfOneChunkStillGivesFullBatchesAndDropLastDropsTheShortOne() {
+        try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
+             Loader stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(16).optBatchSize(12).optShuffle(3).build();
+             Loader dropping = Datasets.h5ad(file).optChunkSize(16).optBufferCells(16).optBatchSize(12).optShuffle(3).optDropLast(true).build()) {
+            MemorySegment all = arena.allocate(203L * 25 * 4);
+            h5ad.readRows(0, 203, all);
+            List<Long> cells = order(stream, 0, all);
+            assertEquals(203, new HashSet<>(cells).size());
+            assertEquals(17, stream.batchesPerEpoch());
+            assertEquals(16, dropping.batchesPerEpoch());
+            List<Long> dropped = new ArrayList<>();
+            for (Batch batch : dropping.epoch(0)) {
+                assertEquals(12, batch.size());
+                for (long cell : batch.indices()) {
+                    dropped.add(cell);
+                }
+            }
+            assertEquals(cells.subList(0, 192), dropped, "the same order, without the short last batch");
+        }
     }
 
     @Test
     void anEpochLeftEarlyDoesNotStarveTheNext() {
         try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
-             H5adStream stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(2).optShuffle(7).build()) {
+             Loader stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(2).optShuffle(7).build()) {
             MemorySegment all = arena.allocate(203L * 25 * 4);
             h5ad.readRows(0, 203, all);
             var early = stream.epoch(0).iterator();

@@ -1,0 +1,109 @@
+package dev.memfit.data;
+
+import java.nio.file.Path;
+
+/**
+ * Configures a {@link Loader} that streams an {@code .h5ad} through a shuffle buffer; start one with
+ * {@link Datasets#h5ad(Path)}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks (and at least one batch), batches of 256, one
+ * reader thread, seed 0, the last short batch of an epoch kept.
+ *
+ * <pre>{@code
+ * try (Loader cells = Datasets.h5ad(atlas).optChunkSize(2_000).optBufferCells(20_000)
+ *         .optBatchSize(256).optThreads(2).optShuffle(42).build()) {
+ *     for (Batch batch : cells.epoch(0)) { ... }
+ * }
+ * }</pre>
+ *
+ * <p>Every cell is read once per epoch in runs of consecutive cells, which is what compressed, chunked files (every
+ * file anndata writes) read fastest; randomness comes from the chunk order and the draws from the buffer, so a larger
+ * buffer mixes better at the cost of memory ({@link Loader#bufferMemory()}).
+ */
+public final class H5adStreamBuilder {
+    private final Path file;
+    private int chunkSize = 10_000;
+    private Integer bufferCells;
+    private int batchSize = 256;
+    private int threads = 1;
+    private long seed;
+    private boolean dropLast;
+
+    H5adStreamBuilder(Path file) {
+        this.file = file;
+    }
+
+    /**
+     * Sets the cells read at once: consecutive cells of the file, in one read.
+     *
+     * @param cells at least 1
+     * @return this builder
+     */
+    public H5adStreamBuilder optChunkSize(int cells) {
+        this.chunkSize = cells;
+        return this;
+    }
+
+    /**
+     * Sets the cells held in the shuffle buffer, which batches are drawn from at random.
+     *
+     * @param cells at least one chunk and one batch
+     * @return this builder
+     */
+    public H5adStreamBuilder optBufferCells(int cells) {
+        this.bufferCells = cells;
+        return this;
+    }
+
+    /**
+     * Sets the cells per batch.
+     *
+     * @param size at least 1, at most the shuffle buffer
+     * @return this builder
+     */
+    public H5adStreamBuilder optBatchSize(int size) {
+        this.batchSize = size;
+        return this;
+    }
+
+    /**
+     * Sets the chunk reads done at once, each on its own thread and file handle.
+     *
+     * @param count at least 1
+     * @return this builder
+     */
+    public H5adStreamBuilder optThreads(int count) {
+        this.threads = count;
+        return this;
+    }
+
+    /**
+     * Sets the seed of the chunk order and of the draws; with the epoch it fixes the order, whatever the threads.
+     *
+     * @param seed the seed
+     * @return this builder
+     */
+    public H5adStreamBuilder optShuffle(long seed) {
+        this.seed = seed;
+        return this;
+    }
+
+    /**
+     * Drops the last batch of each epoch when it is smaller than the batch size.
+     *
+     * @param drop whether to drop it
+     * @return this builder
+     */
+    public H5adStreamBuilder optDropLast(boolean drop) {
+        this.dropLast = drop;
+        return this;
+    }
+
+    /**
+     * Validates the settings, opens the file and starts the reader threads.
+     *
+     * @return the loader, to be closed
+     */
+    public Loader build() {
+        return new Loader(new H5adStream(file, chunkSize, bufferCells == null ? Math.max(4 * chunkSize, batchSize) : bufferCells, batchSize,
+                threads, seed, dropLast));
+    }
+}

@@ -1,0 +1,243 @@
+package dev.memfit.data;
+
+import dev.memfit.source.SampleSource;
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.MemfitException;
+import dev.memfit.Threads;
+import dev.memfit.DType;
+import dev.memfit.NativeMemory;
+import dev.memfit.sample.Sampler;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The random-access {@link Loader}: a {@link Sampler} orders the samples, and batches of them are read from the
+ * {@link SampleSource} into reused off-heap buffers on background threads, {@code max(1, prefetch)} batches ahead.
+ */
+final class RandomAccessPipeline implements Loader.Pipeline {
+
+    private static final AtomicInteger POOL_ID = new AtomicInteger();
+
+    private final SampleSource source;
+    private final boolean ownsSource;
+    private final Sampler sampler;
+    private final int batchSize;
+    private final boolean dropLast;
+    private final int prefetch;
+    private final int threads;
+    private final DType outputType;
+    private final ExecutorService pool;
+    private final Arena arena = Arena.ofShared();
+    private final ConcurrentLinkedDeque<MemorySegment> freeBuffers = new ConcurrentLinkedDeque<>();
+    private final NativeMemory.Reservation reservation;
+    private final long bufferBytes;
+
+    RandomAccessPipeline(SampleSource source, boolean ownsSource, Sampler sampler, int batchSize, boolean dropLast, int prefetch,
+           int threads, DType outputType) {
+        this.source = source;
+        this.ownsSource = ownsSource;
+        this.sampler = sampler;
+        this.batchSize = batchSize;
+        this.dropLast = dropLast;
+        this.prefetch = prefetch;
+        this.threads = threads;
+        this.outputType = outputType;
+        this.pool = threads == 0 ? null
+                : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
+        long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
+        long readBytes = (long) batchSize * source.sampleBytes();
+        this.bufferBytes = Math.max(outputBytes, readBytes);
+        int buffers = Math.max(1, prefetch) + 1;
+        for (int i = 0; i < buffers; i++) {
+            freeBuffers.add(arena.allocate(Math.max(1, bufferBytes), 64));
+        }
+        this.reservation = NativeMemory.ALLOCATED.reserve(buffers * bufferBytes);
+    }
+
+    @Override
+    public long samples() {
+        return source.size();
+    }
+
+    @Override
+    public Shape sampleShape() {
+        return source.sampleShape();
+    }
+
+    @Override
+    public String describe() {
+        return source.describe();
+    }
+
+    @Override
+    public int batchSize() {
+        return batchSize;
+    }
+
+    @Override
+    public long batchesPerEpoch() {
+        long samples = sampler.epochLength();
+        return dropLast ? samples / batchSize : (samples + batchSize - 1) / batchSize;
+    }
+
+    @Override
+    public DType outputType() {
+        return outputType;
+    }
+
+    @Override
+    public long bufferMemory() {
+        return (Math.max(1, prefetch) + 1) * bufferBytes;
+    }
+
+    @Override
+    public Loader.Epoch start(long epoch) {
+        return new EpochIterator(epoch);
+    }
+
+    /** Stops the reader threads and frees the buffers; closes the source when the loader opened it. */
+    @Override
+    public void close() {
+        if (pool != null) {
+            pool.shutdownNow();
+        }
+        arena.close();
+        reservation.close();
+        if (ownsSource) {
+            source.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return source.describe() + ", batch " + batchSize + ", " + sampler + ", prefetch " + prefetch
+                + ", threads " + threads;
+    }
+
+    private Batch fill(long epoch, long number, long[] indices, MemorySegment buffer) {
+        Shape sample = source.sampleShape();
+        long[] dims = new long[sample.dimension() + 1];
+        dims[0] = indices.length;
+        System.arraycopy(sample.getShape(), 0, dims, 1, sample.dimension());
+        Shape shape = new Shape(dims);
+        long outBytes = shape.size() * outputType.byteSize();
+        try {
+            if (outputType == source.dtype()) {
+                source.readBatch(indices, buffer.asSlice(0, indices.length * source.sampleBytes()));
+            } else {
+                convertInPlace(indices, buffer);
+            }
+        } catch (RuntimeException e) {
+            freeBuffers.addFirst(buffer);
+            throw e;
+        }
+        return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
+    }
+
+    /** Reads in the source's type where the conversion needs it, then converts in place to the output type. */
+    private void convertInPlace(long[] indices, MemorySegment buffer) {
+        DType from = source.dtype();
+        long elements = indices.length * source.sampleShape().size();
+        long start = DType.stagingOffset(elements, from, outputType);
+        source.readBatch(indices, buffer.asSlice(start, elements * from.byteSize()));
+        DType.convertInPlace(buffer, elements, from, ByteOrder.nativeOrder(), outputType);
+    }
+
+    private final class EpochIterator implements Loader.Epoch {
+        private final long epoch;
+        private final long[] order;
+        private final long batches;
+        private final ArrayDeque<CompletableFuture<Batch>> pending = new ArrayDeque<>();
+        private long submitted;
+        private long returned;
+        private Batch current;
+
+        EpochIterator(long epoch) {
+            this.epoch = epoch;
+            this.order = sampler.indices(epoch);
+            this.batches = batchesPerEpoch();
+            submitMore();
+        }
+
+        @Override
+        public void abandon() {
+            for (CompletableFuture<Batch> future : pending) {
+                try {
+                    future.join().close();
+                } catch (RuntimeException ignored) {
+                    // The failed read's buffer was never handed out; the error belongs to the abandoned epoch.
+                }
+            }
+            pending.clear();
+            if (current != null) {
+                current.close();
+                current = null;
+            }
+            submitted = batches;
+        }
+
+        private void submitMore() {
+            int depth = Math.max(1, prefetch);
+            while (submitted < batches && pending.size() < depth) {
+                MemorySegment buffer = freeBuffers.pollFirst();
+                if (buffer == null) {
+                    return;
+                }
+                long number = submitted++;
+                int from = Math.toIntExact(number * batchSize);
+                int to = Math.min(order.length, from + batchSize);
+                long[] indices = Arrays.copyOfRange(order, from, to);
+                if (pool == null) {
+                    pending.add(CompletableFuture.completedFuture(fill(epoch, number, indices, buffer)));
+                } else {
+                    pending.add(CompletableFuture.supplyAsync(() -> fill(epoch, number, indices, buffer), pool));
+                }
+            }
+        }
+
+        @Override
+        public boolean hasNext() {
+            return returned < batches;
+        }
+
+        @Override
+        public Batch next() {
+            if (returned >= batches) {
+                throw new NoSuchElementException("epoch " + epoch + " has " + batches + " batches");
+            }
+            if (current != null) {
+                current.close();
+            }
+            submitMore();
+            CompletableFuture<Batch> head = pending.poll();
+            try {
+                current = head.get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new MemfitException("interrupted while waiting for batch " + returned + " of epoch " + epoch, e);
+            } catch (ExecutionException e) {
+                Throwable cause = e.getCause();
+                if (cause instanceof RuntimeException runtime) {
+                    throw runtime;
+                }
+                throw new MemfitException("reading batch " + returned + " of epoch " + epoch + " from " + source.describe()
+                        + " failed: " + cause, cause);
+            }
+            returned++;
+            submitMore();
+            return current;
+        }
+    }
+}
