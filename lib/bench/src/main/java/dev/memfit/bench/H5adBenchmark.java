@@ -51,7 +51,9 @@ public final class H5adBenchmark {
      * @param shardSize cells per shard
      * @param randomBatches random batches read from the {@code .h5ad} directly
      * @param epochs epochs over the shards (the first is not counted)
-     * @param threads loader thread counts to measure
+     * @param threads thread counts to measure, at least 1: chunk readers for the stream; for random batches from shards,
+     *                threads copying rows (memfit runs one fewer background readers, because its caller reads whatever
+     *                batch it would otherwise wait for; C runs that many threads)
      * @param seed the seed
      * @param baselines whether to run anndata and C
      */
@@ -224,7 +226,7 @@ public final class H5adBenchmark {
         double steady = 0;
         long cells = 0;
         try (Loader loader = Datasets.of(store).optBatchSize(settings.batchSize()).optShuffle(settings.seed()).optDropLast(true)
-                .optThreads(threads).optPrefetch(2 * threads).build()) {
+                .optThreads(threads - 1).optPrefetch(2 * threads).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 long epochCells = 0;

@@ -27,7 +27,9 @@ import java.util.SplittableRandom;
 
 /**
  * Random batches of rows from a page-cached, memory-mapped {@code .npy}: memfit's loader against a C loop
- * (mmap + memcpy) and numpy's memmap fancy indexing, measured in one run.
+ * (mmap + memcpy) and numpy's memmap fancy indexing, measured in one run. Rows compare the same number of threads
+ * copying rows: C's threads, and memfit's background readers plus the caller (which reads the batches it would
+ * otherwise wait for).
  */
 public final class LoaderBenchmark {
 
@@ -39,7 +41,8 @@ public final class LoaderBenchmark {
      * @param columns float32 columns per row
      * @param batchSize rows per batch
      * @param epochs epochs per measurement: the first is the "fresh mapping" epoch, the rest steady state
-     * @param threads loader thread counts to measure
+     * @param threads copying thread counts to measure: C runs that many threads; memfit runs one fewer background
+     *                readers, because its caller reads whatever batch it would otherwise wait for
      * @param prefetch batches read ahead per loader thread
      * @param seed shuffle seed
      * @param baselines whether to run the C and numpy baselines
@@ -52,7 +55,7 @@ public final class LoaderBenchmark {
      * One measured line.
      *
      * @param method "memfit", "C mmap+memcpy" or "numpy memmap"
-     * @param threads reader threads
+     * @param threads threads copying rows (for memfit: background readers plus the caller)
      * @param firstEpochGbps GB/s in the first epoch of a fresh mapping
      * @param steadyGbps GB/s over the later epochs
      * @param steadyRowsPerSecond rows/s over the later epochs
@@ -70,6 +73,9 @@ public final class LoaderBenchmark {
      * @return the measured rows, memfit first
      */
     public static List<Row> run(Settings settings) {
+        if (settings.threads().stream().anyMatch(threads -> threads < 1)) {
+            throw new IllegalArgumentException("thread counts must be at least 1 (threads copying rows), got " + settings.threads());
+        }
         Path file = settings.file();
         if (!Files.exists(file)) {
             create(file, settings.bytes(), settings.columns(), settings.seed());
@@ -118,7 +124,7 @@ public final class LoaderBenchmark {
         double steady = 0;
         long sink = 0;
         try (Loader loader = Datasets.npy(settings.file()).mapped().optBatchSize(settings.batchSize())
-                .optShuffle(settings.seed()).optDropLast(true).optThreads(threads).optPrefetch(settings.prefetch() * threads).build()) {
+                .optShuffle(settings.seed()).optDropLast(true).optThreads(threads - 1).optPrefetch(settings.prefetch() * threads).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 for (Batch batch : loader.epoch(epoch)) {

@@ -15,16 +15,23 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The random-access {@link Loader}: a {@link Sampler} orders the samples, and batches of them are read from the
  * {@link SampleSource} into reused off-heap buffers on background threads, {@code max(1, prefetch)} batches ahead.
+ *
+ * <p>The caller helps: when the batch it asks for has not been started by a reader yet, it reads that batch itself
+ * instead of waiting for a reader to pick it up, and while a reader is still on it, the caller reads the next batches
+ * nobody has started. A consumer that would otherwise sit idle adds its thread to the readers (with {@code threads == 0}
+ * it is the only one); a consumer busy training finds its batches ready and never reads.
  */
 final class RandomAccessPipeline implements Loader.Pipeline {
 
@@ -159,7 +166,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         private final long epoch;
         private final long[] order;
         private final long batches;
-        private final ArrayDeque<CompletableFuture<Batch>> pending = new ArrayDeque<>();
+        private final ArrayDeque<Read> pending = new ArrayDeque<>();
         private long submitted;
         private long returned;
         private Batch current;
@@ -173,10 +180,19 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
         @Override
         public void abandon() {
-            for (CompletableFuture<Batch> future : pending) {
+            for (Read read : pending) {
+                if (read.claim()) {
+                    // never started, and now never will: its buffer was never handed to a batch
+                    read.cancel(false);
+                    freeBuffers.addFirst(read.buffer);
+                    continue;
+                }
                 try {
-                    future.join().close();
-                } catch (RuntimeException ignored) {
+                    read.get().close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                } catch (ExecutionException | RuntimeException ignored) {
                     // The failed read's buffer was never handed out; the error belongs to the abandoned epoch.
                 }
             }
@@ -199,10 +215,10 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                 int from = Math.toIntExact(number * batchSize);
                 int to = Math.min(order.length, from + batchSize);
                 long[] indices = Arrays.copyOfRange(order, from, to);
-                if (pool == null) {
-                    pending.add(CompletableFuture.completedFuture(fill(epoch, number, indices, buffer)));
-                } else {
-                    pending.add(CompletableFuture.supplyAsync(() -> fill(epoch, number, indices, buffer), pool));
+                Read read = new Read(buffer, () -> fill(epoch, number, indices, buffer));
+                pending.add(read);
+                if (pool != null) {
+                    pool.execute(read);
                 }
             }
         }
@@ -221,7 +237,16 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                 current.close();
             }
             submitMore();
-            CompletableFuture<Batch> head = pending.poll();
+            Read head = pending.poll();
+            // Runs the read here when no reader has started it (a no-op when one has): no hand-off to wait for. While a
+            // reader still has it, the caller reads the batches after it that nobody has started, instead of idling.
+            head.run();
+            for (Read later : pending) {
+                if (head.isDone()) {
+                    break;
+                }
+                later.run();
+            }
             try {
                 current = head.get();
             } catch (InterruptedException e) {
@@ -238,6 +263,31 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             returned++;
             submitMore();
             return current;
+        }
+    }
+
+    /**
+     * One batch read, which whichever thread claims it first runs: a reader, or the caller waiting for it. (A plain
+     * {@code FutureTask} can be cancelled while it runs, which would free a buffer still being written.)
+     */
+    private static final class Read extends FutureTask<Batch> {
+        private final MemorySegment buffer;
+        private final AtomicBoolean claimed = new AtomicBoolean();
+
+        Read(MemorySegment buffer, Callable<Batch> fill) {
+            super(fill);
+            this.buffer = buffer;
+        }
+
+        boolean claim() {
+            return claimed.compareAndSet(false, true);
+        }
+
+        @Override
+        public void run() {
+            if (claim()) {
+                super.run();
+            }
         }
     }
 }

@@ -142,6 +142,79 @@ class LoaderTest {
         assertThrows(MemfitException.class, () -> Datasets.npy(file).mapped().optBatchSize(0).build());
     }
 
+    /**
+     * Rows of {@code value == index}; the read of the batch holding sample 0 blocks until another batch has been read,
+     * and every read records its thread.
+     */
+    private static final class StallingSource implements dev.memfit.source.SampleSource {
+        final java.util.concurrent.CountDownLatch firstBatchStarted = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch otherBatchRead = new java.util.concurrent.CountDownLatch(1);
+        final java.util.Map<Long, String> readerOfFirstSample = new java.util.concurrent.ConcurrentHashMap<>();
+
+        @Override
+        public long size() {
+            return 40;
+        }
+
+        @Override
+        public Shape sampleShape() {
+            return new Shape(1);
+        }
+
+        @Override
+        public DType dtype() {
+            return DType.FLOAT32;
+        }
+
+        @Override
+        public void read(long index, MemorySegment into) {
+            into.set(ValueLayout.JAVA_FLOAT, 0, index);
+        }
+
+        @Override
+        public void readBatch(long[] indices, MemorySegment into) {
+            if (indices[0] == 0) {
+                firstBatchStarted.countDown();
+                try {
+                    assertTrue(otherBatchRead.await(60, java.util.concurrent.TimeUnit.SECONDS), "nobody read another batch");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            dev.memfit.source.SampleSource.super.readBatch(indices, into);
+            readerOfFirstSample.put(indices[0], Thread.currentThread().getName());
+            if (indices[0] != 0) {
+                otherBatchRead.countDown();
+            }
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void theCallerReadsBatchesNoReaderHasStartedInsteadOfWaiting() throws InterruptedException {
+        StallingSource source = new StallingSource();
+        String caller = Thread.currentThread().getName();
+        // one background reader, stuck on batch 0 until some other batch is read: only the caller can unstick it
+        try (Loader loader = Datasets.of(source).optBatchSize(10).optThreads(1).optPrefetch(3).build()) {
+            long expected = 0;
+            var batches = loader.epoch(0).iterator();
+            assertTrue(source.firstBatchStarted.await(60, java.util.concurrent.TimeUnit.SECONDS));
+            while (batches.hasNext()) {
+                dev.memfit.data.Batch batch = batches.next();
+                for (int i = 0; i < batch.size(); i++) {
+                    assertEquals(expected++, batch.data().getAtIndex(ValueLayout.JAVA_FLOAT, i), 0f);
+                }
+            }
+            assertEquals(40, expected, "every sample once, in order, whoever read it");
+        }
+        assertTrue(source.readerOfFirstSample.get(0L).startsWith("memfit-loader-"), source.readerOfFirstSample.toString());
+        assertEquals(caller, source.readerOfFirstSample.get(10L), "the caller read batch 1 while the reader was stuck on batch 0");
+    }
+
     @Test
     void leavingAnEpochEarlyDoesNotBlockTheNext(@TempDir Path dir) {
         try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(4).optShuffle(2).optPrefetch(4).optThreads(2).build()) {
