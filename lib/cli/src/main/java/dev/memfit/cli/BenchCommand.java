@@ -45,7 +45,7 @@ final class BenchCommand implements Runnable {
         private int batch;
         @Option(names = "--epochs", defaultValue = "4", description = "epochs: the first on a fresh mapping, the rest steady state (default ${DEFAULT-VALUE})")
         private int epochs;
-        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "loader threads to measure (default ${DEFAULT-VALUE})")
+        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "threads copying rows: C threads, or memfit background readers + the caller (default ${DEFAULT-VALUE})")
         private List<Integer> threads;
         @Option(names = "--prefetch", defaultValue = "2", description = "batches read ahead per loader thread (default ${DEFAULT-VALUE})")
         private int prefetch;
@@ -167,7 +167,7 @@ final class BenchCommand implements Runnable {
         private int randomBatches;
         @Option(names = "--epochs", defaultValue = "3", description = "epochs over the shards, the first not counted (default ${DEFAULT-VALUE})")
         private int epochs;
-        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "loader threads to measure (default ${DEFAULT-VALUE})")
+        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "threads: .h5ad stream chunk readers; for random batches from shards, threads copying rows (C threads, or memfit background readers + the caller) (default ${DEFAULT-VALUE})")
         private List<Integer> threads;
         @Option(names = "--seed", defaultValue = "7")
         private long seed;
