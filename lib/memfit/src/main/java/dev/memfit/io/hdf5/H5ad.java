@@ -40,6 +40,9 @@ import java.util.Map;
  */
 public final class H5ad implements AutoCloseable {
 
+    /** Floats read at once from a dense X (16 MiB of heap): reads of more rows go in blocks of whole rows. */
+    static final long DENSE_BLOCK_FLOATS = 1L << 22;
+
     private final Path file;
     private final HdfFile hdf;
     private final long observations;
@@ -219,11 +222,17 @@ public final class H5ad implements AutoCloseable {
         }
         long rowBytes = variables * Float.BYTES;
         if (!sparse()) {
-            float[] block = new float[Math.toIntExact(count * variables)];
-            dense.floats(first * variables, block.length, block);
-            for (int r = 0; r < count; r++) {
-                MemorySegment.copy(block, Math.toIntExact(r * variables), into, ValueLayout.JAVA_FLOAT, rowOffsets[r],
-                        Math.toIntExact(variables));
+            // in blocks of whole rows, so that a read of many wide rows neither overflows a Java array nor holds a
+            // heap copy of the whole range
+            int width = Math.toIntExact(variables);
+            int blockRows = (int) Math.max(1, Math.min(count, DENSE_BLOCK_FLOATS / Math.max(1, width)));
+            float[] block = new float[Math.toIntExact((long) blockRows * width)];
+            for (int done = 0; done < count; done += blockRows) {
+                int rows = Math.min(blockRows, count - done);
+                dense.floats((first + done) * variables, rows * width, block);
+                for (int r = 0; r < rows; r++) {
+                    MemorySegment.copy(block, r * width, into, ValueLayout.JAVA_FLOAT, rowOffsets[done + r], width);
+                }
             }
             return;
         }

@@ -100,6 +100,27 @@ class H5adTest {
     }
 
     @Test
+    void denseReadsLongerThanOneBlockGoInBlocksOfWholeRows(@TempDir Path other) {
+        // 4,500 rows of 1,000 genes: a read of all of them is more than one block of DENSE_BLOCK_FLOATS
+        Path file = other.resolve("wide-dense.h5ad");
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, anndata as ad
+                x = np.arange(4500 * 1000, dtype=np.float64).reshape(4500, 1000).astype(np.float32)
+                ad.AnnData(x).write_h5ad(sys.argv[1], compression='gzip')
+                print('ok')
+                """, file));
+        assertTrue(4500L * 1000 > H5ad.DENSE_BLOCK_FLOATS, "the read spans several blocks");
+        try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined()) {
+            MemorySegment rows = arena.allocate(4499L * 1000 * 4);
+            h5ad.readRows(1, 4499, rows);
+            for (long i = 0; i < 4499L * 1000; i += 997) {
+                assertEquals((float) (1000 + i), rows.getAtIndex(ValueLayout.JAVA_FLOAT, i), "value " + i);
+            }
+            assertEquals((float) (4500L * 1000 - 1), rows.getAtIndex(ValueLayout.JAVA_FLOAT, 4499L * 1000 - 1));
+        }
+    }
+
+    @Test
     void missingLabelColumnNamesTheOnesThatExist() {
         try (H5ad h5ad = H5ad.open(dir.resolve("csr32.h5ad"))) {
             MemfitException e = assertThrows(MemfitException.class, () -> h5ad.column("obs", "celltype"));
