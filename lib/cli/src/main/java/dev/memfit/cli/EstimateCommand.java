@@ -3,6 +3,7 @@ package dev.memfit.cli;
 import dev.memfit.MemfitException;
 import dev.memfit.io.Formats;
 import dev.memfit.memory.Advice;
+import dev.memfit.memory.LoadingStrategy;
 import dev.memfit.memory.MemoryEstimate;
 import dev.memfit.memory.MemoryEstimator;
 import picocli.CommandLine.Command;
@@ -70,29 +71,24 @@ final class EstimateCommand implements Callable<Integer> {
         Advice.Machine machine = new Advice.Machine(here.availableRam(), here.heapLimit(),
                 deviceMemoryGb > 0 ? (long) (deviceMemoryGb * (1L << 30)) : -1,
                 storageMegabytesPerSecond > 0 ? (long) (storageMegabytesPerSecond * 1e6) : -1);
-        MemoryEstimator.Loading how = loading == null ? null : switch (loading.toLowerCase(Locale.ROOT)) {
-            case "memory", "in_memory", "eager" -> MemoryEstimator.Loading.IN_MEMORY;
-            case "mapped" -> MemoryEstimator.Loading.MAPPED;
-            case "lazy" -> MemoryEstimator.Loading.LAZY;
-            case "streamed", "streaming" -> MemoryEstimator.Loading.STREAMED;
+        LoadingStrategy how = loading == null ? null : switch (loading.toLowerCase(Locale.ROOT)) {
+            case "memory", "in_memory", "eager" -> LoadingStrategy.inMemory();
+            case "mapped" -> LoadingStrategy.mapped();
+            case "lazy" -> LoadingStrategy.lazy(Advice.LAZY_THREADS);
+            case "streamed", "streaming" -> LoadingStrategy.streaming();
             default -> throw new MemfitException("--loading: expected memory, mapped, lazy or streamed, found '" + loading + "'");
         };
         MemoryEstimator.Builder builder = MemoryEstimator.builder().setModel(parameters, activations).optOptimizer(kind)
                 .optBatchSize(batch).optDevices(devices).optPrecision(precision);
         long dataBytes = samples * sampleBytes;
-        Advice advice = Advice.of(builder.setData(samples, sampleBytes, MemoryEstimator.Loading.MAPPED).build().estimate(),
+        Advice advice = Advice.of(builder.setData(samples, sampleBytes, LoadingStrategy.mapped()).build().estimate(),
                 dataBytes, machine);
         if (how == null) {
-            how = switch (advice.strategy()) {
-                case IN_MEMORY -> MemoryEstimator.Loading.IN_MEMORY;
-                case MAPPED, RANDOM_SUBSET -> MemoryEstimator.Loading.MAPPED;
-                case LAZY -> MemoryEstimator.Loading.LAZY;
-                case STREAMING -> MemoryEstimator.Loading.STREAMED;
-            };
+            how = advice.strategy();
         }
         MemoryEstimate estimate = builder.setData(samples, sampleBytes, how).build().estimate();
         System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MB), loaded %s%n%n", file, samples, sampleBytes,
-                dataBytes / 1e6, how.name().toLowerCase(Locale.ROOT).replace('_', ' '));
+                dataBytes / 1e6, how.describe());
         System.out.println(estimate.table().printAll());
         System.out.println();
         System.out.println(Advice.of(estimate, dataBytes, machine).text());

@@ -108,5 +108,9 @@ class SelectRandomAndInspectParticlesTest {
         assertTrue(out.contains("data file mapping (address space)"), out);
         assertTrue(out.contains("adam state (2 per parameter, float32)"), out);
         assertTrue(out.contains("fits in half of the available RAM"), out);
+        // without --loading, the estimate is of the advised strategy: 80 KB is in memory on any machine running this
+        String advised = stdout("estimate", sample.toString(), "--batch", "50");
+        assertTrue(advised.contains("loaded in memory"), advised);
+        assertTrue(advised.contains("data held in memory"), advised);
     }
 }

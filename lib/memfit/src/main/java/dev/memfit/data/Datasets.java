@@ -8,6 +8,7 @@ import dev.memfit.shard.ShardStore;
 import dev.memfit.source.SampleSource;
 
 import java.nio.file.Path;
+import java.util.function.Supplier;
 
 /**
  * The entry point to loading: pick a file or a source, then configure batches.
@@ -62,6 +63,16 @@ public final class Datasets {
      */
     public static LoaderBuilder of(SampleSource source) {
         return new LoaderBuilder(() -> source, false);
+    }
+
+    /**
+     * A source made when the loader is built and closed with the loader, such as data read into memory on the spot.
+     *
+     * @param opener makes the source; called once, by {@link LoaderBuilder#build()}
+     * @return the loader settings
+     */
+    public static LoaderBuilder owned(Supplier<? extends SampleSource> opener) {
+        return new LoaderBuilder(opener::get, true);
     }
 
     /**

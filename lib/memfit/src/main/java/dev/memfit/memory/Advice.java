@@ -5,29 +5,37 @@ import java.nio.file.Path;
 import java.util.Locale;
 
 /**
- * A loading strategy recommended from an estimate and the machine, with the reason in one readable paragraph.
+ * A {@link LoadingStrategy} recommended from an estimate and the machine, with the reason in one readable paragraph;
+ * the strategy opens the file the way it recommends:
+ *
+ * <pre>{@code
+ * Advice advice = Advice.of(estimate, dataBytes, Advice.Machine.current());
+ * System.out.println(advice.text());
+ * try (Loader loader = advice.strategy().loader(file).optBatchSize(256).optShuffle(42).build()) { ... }
+ * }</pre>
  *
  * <p>The thresholds, documented and tested:
  * <ul>
- *   <li>data up to {@value #IN_MEMORY_SHARE} of the available RAM: load it into memory (fastest batches; on a GPU
- *       only mini-batches go to the device);</li>
- *   <li>up to {@value #PAGE_CACHE_SHARE} of the available RAM: memory-map it (no copy, and the page cache keeps it
- *       warm after the first epoch);</li>
- *   <li>larger than that, on storage slower than {@value #SLOW_STORAGE_BYTES_PER_SECOND} bytes/s: lazy loading with
- *       {@value #LAZY_THREADS} reader threads, or pack and copy to local scratch;</li>
- *   <li>larger, on fast storage: stream or map it, each epoch reading the disk;</li>
- *   <li>when one epoch would read storage for longer than {@value #LONG_EPOCH_SECONDS} s: train on a random
- *       subset first;</li>
+ *   <li>data up to {@value #IN_MEMORY_SHARE} of the available RAM: load it into memory
+ *       ({@link LoadingStrategy.InMemory}: fastest batches; on a GPU only mini-batches go to the device);</li>
+ *   <li>up to {@value #PAGE_CACHE_SHARE} of the available RAM: memory-map it ({@link LoadingStrategy.Mapped}: no
+ *       copy, and the page cache keeps it warm after the first epoch);</li>
+ *   <li>larger than that, when one epoch would read storage for longer than {@value #LONG_EPOCH_SECONDS} s: train
+ *       on a random subset first ({@link LoadingStrategy.RandomSubset}, memory-mapped), as large as fits in
+ *       {@value #IN_MEMORY_SHARE} of the RAM and reads in at most that long;</li>
+ *   <li>larger, on storage slower than {@value #SLOW_STORAGE_BYTES_PER_SECOND} bytes/s: lazy loading with
+ *       {@value #LAZY_THREADS} reader threads ({@link LoadingStrategy.Lazy}), or pack and copy to local scratch;</li>
+ *   <li>larger, on fast storage: stream or map it ({@link LoadingStrategy.Streaming}), each epoch reading the
+ *       disk;</li>
  *   <li>separately, when the device part of the estimate exceeds {@value #DEVICE_SHARE} of the device memory: a
  *       smaller batch with gradient accumulation.</li>
  * </ul>
  *
- * @param strategy the recommended loading
- * @param threads reader threads to use (1 unless lazy)
+ * @param strategy the recommended loading, with its parameters (reader threads when lazy, the fraction of a subset)
  * @param reduceBatch whether the batch should shrink to fit the device
  * @param text the paragraph for a person
  */
-public record Advice(Strategy strategy, int threads, boolean reduceBatch, String text) {
+public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text) {
 
     /** Share of available RAM under which data is loaded into memory. */
     public static final double IN_MEMORY_SHARE = 0.5;
@@ -41,20 +49,6 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
     public static final long LONG_EPOCH_SECONDS = 3600;
     /** Share of device memory the device part of the estimate may take. */
     public static final double DEVICE_SHARE = 0.9;
-
-    /** Loading strategies. */
-    public enum Strategy {
-        /** Load into (native) memory. */
-        IN_MEMORY,
-        /** Memory-map the file. */
-        MAPPED,
-        /** Read on demand with many reader threads. */
-        LAZY,
-        /** Read sequentially in chunks. */
-        STREAMING,
-        /** Train on a random subset first. */
-        RANDOM_SUBSET
-    }
 
     /**
      * What the machine offers.
@@ -95,8 +89,7 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
      * @return the advice
      */
     public static Advice of(MemoryEstimate estimate, long dataBytes, Machine machine) {
-        Strategy strategy;
-        int threads = 1;
+        LoadingStrategy strategy;
         StringBuilder text = new StringBuilder();
         double ram = machine.availableRam();
         String data = MemoryEstimator.human(dataBytes);
@@ -104,27 +97,34 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
         long speed = machine.storageBytesPerSecond();
         double epochSeconds = speed > 0 ? dataBytes / (double) speed : -1;
         if (dataBytes <= IN_MEMORY_SHARE * ram) {
-            strategy = Strategy.IN_MEMORY;
+            strategy = LoadingStrategy.inMemory();
             text.append(String.format(Locale.ROOT, "The data (%s) fits in half of the available RAM (%s): load it into "
                     + "memory; memfit keeps it off the Java heap, and only mini-batches go to the device.", data, available));
         } else if (dataBytes <= PAGE_CACHE_SHARE * ram) {
-            strategy = Strategy.MAPPED;
+            strategy = LoadingStrategy.mapped();
             text.append(String.format(Locale.ROOT, "The data (%s) fits in the available RAM (%s) but would crowd it: "
                     + "memory-map it; the first epoch reads the file, later ones come from the page cache.", data, available));
         } else if (epochSeconds > LONG_EPOCH_SECONDS) {
-            strategy = Strategy.RANDOM_SUBSET;
+            // as large as stays in the page cache and reads in at most LONG_EPOCH_SECONDS (below 1 here)
+            double bytes = (double) LONG_EPOCH_SECONDS * speed;
+            if (ram > 0) {
+                bytes = Math.min(bytes, IN_MEMORY_SHARE * ram);
+            }
+            double fraction = bytes / dataBytes;
+            strategy = LoadingStrategy.randomSubset(fraction, LoadingStrategy.mapped());
             text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s) and one epoch would read "
-                    + "storage for about %.0f minutes: start on a random subset (select-random), then scale up.",
-                    data, available, epochSeconds / 60));
+                    + "storage for about %.0f minutes: start on a random subset of %.3g%% of the samples (%s: it fits "
+                    + "in half of the RAM and an epoch of it reads in at most %d minutes; select-random draws one), "
+                    + "memory-mapped, then scale up.", data, available, epochSeconds / 60, fraction * 100,
+                    MemoryEstimator.human((long) bytes), LONG_EPOCH_SECONDS / 60));
         } else if (speed > 0 && speed < SLOW_STORAGE_BYTES_PER_SECOND) {
-            strategy = Strategy.LAZY;
-            threads = LAZY_THREADS;
+            strategy = LoadingStrategy.lazy(LAZY_THREADS);
             text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s) and its storage is "
                     + "slow (%s/s): load lazily with %d reader threads to overlap request latency, and consider packing "
                     + "small files into one file copied to local scratch.", data, available,
                     MemoryEstimator.human(speed), LAZY_THREADS));
         } else {
-            strategy = Strategy.STREAMING;
+            strategy = LoadingStrategy.streaming();
             text.append(String.format(Locale.ROOT, "The data (%s) exceeds the available RAM (%s): stream or memory-map "
                     + "it; every epoch reads storage%s.", data, available,
                     epochSeconds > 0 ? String.format(Locale.ROOT, " (about %.0f s per epoch at %s/s)", epochSeconds,
@@ -151,7 +151,7 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
             text.append(String.format(Locale.ROOT, " Training on the CPU: the model part (%s) lives in host memory.",
                     MemoryEstimator.human(device)));
         }
-        return new Advice(strategy, threads, reduce, text.toString());
+        return new Advice(strategy, reduce, text.toString());
     }
 
     /** Below this many cells, the single-cell guide keeps an atlas in memory. */
@@ -159,20 +159,13 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
     /** Above this many cells, the guide shards across several GPUs. */
     public static final long ATLAS_MULTI_DEVICE_CELLS = 5_000_000;
 
-    /** How to train on a single-cell atlas. */
-    public enum AtlasStrategy {
-        /** Load X into memory (dense float32 or CSR). */
-        IN_MEMORY,
-        /** Convert once to memory-mapped shards (random access), or stream the {@code .h5ad} (no set-up). */
-        SHARD_OR_STREAM,
-        /** Shards, assigned whole to ranks by a distributed shard sampler. */
-        SHARDS_ACROSS_DEVICES
-    }
-
     /**
-     * The sharding strategy for an {@code .h5ad} atlas, from the single-cell guide's thresholds (in memory below 500k
-     * cells, sharding or streaming from 500k to 5M, sharding over several GPUs beyond), corrected by this machine's
-     * RAM: an atlas whose dense rows do not fit in half the RAM is not loaded whole whatever its cell count.
+     * The loading strategy for an {@code .h5ad} atlas, from the single-cell guide's thresholds (in memory below 500k
+     * cells, streaming or sharding from 500k to 5M, sharding over several GPUs beyond), corrected by this machine's
+     * RAM: an atlas whose rows fit in half the RAM neither dense nor as CSR is not loaded whole whatever its cell
+     * count. The result is {@link LoadingStrategy.InMemory}, {@link LoadingStrategy.Streaming} (with the defaults
+     * of {@link LoadingStrategy#streaming()}; converting to shards once suits many epochs, see {@link #atlasText}) or
+     * {@link LoadingStrategy.Shards} over the devices.
      *
      * @param cells n_obs
      * @param genes n_vars (or the vocabulary size after gene selection)
@@ -181,16 +174,16 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
      * @param machine this machine
      * @return the strategy
      */
-    public static AtlasStrategy atlasStrategy(long cells, long genes, long storedValues, int devices, Machine machine) {
+    public static LoadingStrategy atlasStrategy(long cells, long genes, long storedValues, int devices, Machine machine) {
         long dense = cells * genes * Float.BYTES;
         long sparse = storedValues * (Float.BYTES + Integer.BYTES) + (cells + 1) * Long.BYTES;
         if (cells > ATLAS_MULTI_DEVICE_CELLS && devices > 1) {
-            return AtlasStrategy.SHARDS_ACROSS_DEVICES;
+            return LoadingStrategy.shards(devices);
         }
         if (cells <= ATLAS_IN_MEMORY_CELLS && Math.min(dense, sparse) <= IN_MEMORY_SHARE * machine.availableRam()) {
-            return AtlasStrategy.IN_MEMORY;
+            return LoadingStrategy.inMemory();
         }
-        return AtlasStrategy.SHARD_OR_STREAM;
+        return LoadingStrategy.streaming();
     }
 
     /**
@@ -209,14 +202,18 @@ public record Advice(Strategy strategy, int threads, boolean reduceBatch, String
         String sizes = String.format(Locale.ROOT, "%,d cells x %,d genes: %s as dense float32, %s as CSR; RAM available %s.",
                 cells, genes, MemoryEstimator.human(dense), MemoryEstimator.human(sparse), MemoryEstimator.human(machine.availableRam()));
         return sizes + " " + switch (atlasStrategy(cells, genes, storedValues, devices, machine)) {
-            case IN_MEMORY -> "Small atlas: load X into memory (CSR if dense rows do not fit) and sample freely.";
-            case SHARD_OR_STREAM -> "Between the in-memory and multi-GPU regimes (or too big for this RAM): convert once "
+            case LoadingStrategy.InMemory _ -> dense <= IN_MEMORY_SHARE * machine.availableRam()
+                    ? "Small atlas: load X into memory (LoadingStrategy.inMemory() holds it as dense float32) and sample freely."
+                    : "Small atlas, but X fits in half of the RAM only as CSR, and memfit's in-memory loader holds "
+                    + "dense rows: keep X as CSR in your own code, or stream the .h5ad through a shuffle buffer "
+                    + "(LoadingStrategy.streaming(), Datasets.h5ad) with no set-up.";
+            case LoadingStrategy.Shards _ -> String.format(Locale.ROOT, "Large atlas and %d devices: shard it and give each "
+                    + "rank whole shards (DistributedShardSampler: rank r takes shards r, r+%d, ...), so each rank reads only "
+                    + "its own files.", devices, devices);
+            default -> "Between the in-memory and multi-GPU regimes (or too big for this RAM): convert once "
                     + "with `memfit shard` to memory-mapped shards for random access and weighted sampling over many "
                     + "epochs, or stream the .h5ad through a shuffle buffer (Datasets.h5ad) for one or two epochs with no set-up. "
                     + "Select genes first (`memfit preprocess --hvg`) to shrink every row.";
-            case SHARDS_ACROSS_DEVICES -> String.format(Locale.ROOT, "Large atlas and %d devices: shard it and give each "
-                    + "rank whole shards (DistributedShardSampler: rank r takes shards r, r+%d, ...), so each rank reads only "
-                    + "its own files.", devices, devices);
         };
     }
 }

@@ -14,7 +14,7 @@ import java.util.Locale;
  *
  * <pre>{@code
  * MemoryEstimate estimate = MemoryEstimator.builder()
- *         .setData(200_000, 2_000 * 4L, Loading.MAPPED)          // samples, bytes per sample, how loaded
+ *         .setData(200_000, 2_000 * 4L, LoadingStrategy.mapped())   // samples, bytes per sample, how loaded
  *         .setModel(parameterCount, activationsPerSample)
  *         .optOptimizer(Optimizer.ADAM).optBatchSize(256).optPrefetch(2)
  *         .build().estimate();
@@ -25,18 +25,6 @@ import java.util.Locale;
  * gradients and optimizer state on the device, and activations kept for the backward pass.
  */
 public final class MemoryEstimator {
-
-    /** How the data reaches the loader. */
-    public enum Loading {
-        /** Read into native memory up front (in-memory, eager). */
-        IN_MEMORY,
-        /** Memory-mapped: no copy, the page cache holds what is resident. */
-        MAPPED,
-        /** Read on demand in batches (lazy): nothing up front, each epoch reads storage. */
-        LAZY,
-        /** Read sequentially in chunks (streaming): one chunk in memory at a time. */
-        STREAMED
-    }
 
     /** Optimizers by the state they keep per parameter. */
     public enum Optimizer {
@@ -65,8 +53,7 @@ public final class MemoryEstimator {
 
     private final long samples;
     private final long sampleBytes;
-    private final Loading loading;
-    private final long chunkSamples;
+    private final LoadingStrategy loading;
     private final long parameters;
     private final long activationsPerSample;
     private final Optimizer optimizer;
@@ -80,7 +67,6 @@ public final class MemoryEstimator {
         this.samples = builder.samples;
         this.sampleBytes = builder.sampleBytes;
         this.loading = builder.loading;
-        this.chunkSamples = builder.chunkSamples;
         this.parameters = builder.parameters;
         this.activationsPerSample = builder.activationsPerSample;
         this.optimizer = builder.optimizer;
@@ -126,20 +112,42 @@ public final class MemoryEstimator {
     public MemoryEstimate estimate() {
         List<MemoryEstimate.Component> parts = new ArrayList<>();
         long dataBytes = samples * sampleBytes;
+        long epochLength = samples;
         switch (loading) {
-            case IN_MEMORY -> parts.add(new MemoryEstimate.Component("data held in memory", MemoryEstimate.Where.NATIVE, dataBytes));
-            case MAPPED -> {
+            case LoadingStrategy.InMemory _ ->
+                    parts.add(new MemoryEstimate.Component("data held in memory", MemoryEstimate.Where.NATIVE, dataBytes));
+            case LoadingStrategy.Mapped _ -> {
                 parts.add(new MemoryEstimate.Component("data file mapping (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
                 parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
             }
-            case LAZY -> parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
-            case STREAMED -> parts.add(new MemoryEstimate.Component("one chunk of " + chunkSamples + " samples",
-                    MemoryEstimate.Where.NATIVE, chunkSamples * sampleBytes));
+            case LoadingStrategy.Lazy _ ->
+                    parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
+            case LoadingStrategy.Streaming streaming -> {
+                epochLength = streaming.chunkSize();
+                parts.add(new MemoryEstimate.Component("one chunk of " + streaming.chunkSize() + " samples",
+                        MemoryEstimate.Where.NATIVE, streaming.chunkSize() * sampleBytes));
+            }
+            case LoadingStrategy.RandomSubset subset -> {
+                epochLength = subset.size(samples);
+                if (subset.then() instanceof LoadingStrategy.Mapped) {
+                    parts.add(new MemoryEstimate.Component("data file mapping (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
+                }
+                parts.add(new MemoryEstimate.Component("page cache to keep the subset warm", MemoryEstimate.Where.PAGE_CACHE,
+                        epochLength * sampleBytes));
+                parts.add(new MemoryEstimate.Component("subset indices (8 bytes per sample)", MemoryEstimate.Where.HEAP,
+                        8 * epochLength));
+            }
+            case LoadingStrategy.Shards shards -> {
+                epochLength = (samples + shards.devices() - 1) / shards.devices();
+                parts.add(new MemoryEstimate.Component("shard file mappings (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
+                parts.add(new MemoryEstimate.Component(shards.devices() == 1 ? "page cache to keep the data warm"
+                        : "page cache to keep this rank's shards warm", MemoryEstimate.Where.PAGE_CACHE,
+                        epochLength * sampleBytes));
+            }
         }
         int buffers = Math.max(1, prefetch) + 1;
         parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "loader batch buffers (%d x %d x %s)", buffers,
                 batchSize, human(sampleBytes)), MemoryEstimate.Where.NATIVE, (long) buffers * batchSize * sampleBytes));
-        long epochLength = loading == Loading.STREAMED ? chunkSamples : samples;
         parts.add(new MemoryEstimate.Component(shuffled ? "epoch order (8 bytes per sample)" : "epoch order (8 bytes per sample, sequential)",
                 MemoryEstimate.Where.HEAP, 8 * epochLength));
         if (parameters > 0) {
@@ -180,8 +188,7 @@ public final class MemoryEstimator {
     public static final class Builder {
         private long samples = -1;
         private long sampleBytes = -1;
-        private Loading loading;
-        private long chunkSamples = 10_000;
+        private LoadingStrategy loading;
         private long parameters;
         private long activationsPerSample;
         private Optimizer optimizer = Optimizer.ADAM;
@@ -199,10 +206,10 @@ public final class MemoryEstimator {
          *
          * @param count the number of samples
          * @param bytesPerSample the bytes of one sample as batches hold it
-         * @param how how it is loaded
+         * @param how how it is loaded (a streaming chunk, a subset or a rank's shards set what an epoch holds)
          * @return this builder
          */
-        public Builder setData(long count, long bytesPerSample, Loading how) {
+        public Builder setData(long count, long bytesPerSample, LoadingStrategy how) {
             this.samples = count;
             this.sampleBytes = bytesPerSample;
             this.loading = how;
@@ -268,17 +275,6 @@ public final class MemoryEstimator {
         }
 
         /**
-         * Sets the samples per chunk when streaming (default 10,000).
-         *
-         * @param count samples per chunk
-         * @return this builder
-         */
-        public Builder optChunkSamples(long count) {
-            this.chunkSamples = count;
-            return this;
-        }
-
-        /**
          * Sets the number of data-parallel devices (default 1); device figures are per device.
          *
          * @param count devices
@@ -307,7 +303,7 @@ public final class MemoryEstimator {
          */
         public MemoryEstimator build() {
             if (loading == null || samples < 1 || sampleBytes < 1) {
-                throw new MemfitException("setData(count, bytesPerSample, loading) is required with count >= 1 and "
+                throw new MemfitException("setData(count, bytesPerSample, strategy) is required with count >= 1 and "
                         + "bytesPerSample >= 1, got count " + samples + ", bytes per sample " + sampleBytes);
             }
             if (parameters < 0 || activationsPerSample < 0) {
@@ -322,8 +318,8 @@ public final class MemoryEstimator {
             if (bytesPerValue != 2 && bytesPerValue != 4 && bytesPerValue != 8) {
                 throw new MemfitException("precision must be 2, 4 or 8 bytes per value, got " + bytesPerValue);
             }
-            if (prefetch < 0 || chunkSamples < 1) {
-                throw new MemfitException("prefetch must be >= 0 and chunk samples >= 1");
+            if (prefetch < 0) {
+                throw new MemfitException("prefetch must be >= 0, got " + prefetch);
             }
             return new MemoryEstimator(this);
         }

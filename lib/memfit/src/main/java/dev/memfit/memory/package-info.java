@@ -1,5 +1,6 @@
 /**
- * Memory: the estimator (heap, native, mapped, device, page cache) and the advice drawn from it, the probe that
- * measures the same quantities during a run, batch sizes under a budget, and the device cache.
+ * Memory: the estimator (heap, native, mapped, device, page cache) and the advice drawn from it, the loading
+ * strategy the advice recommends (which opens the loader), the probe that measures the same quantities during a run,
+ * batch sizes under a budget, and the device cache.
  */
 package dev.memfit.memory;

@@ -31,14 +31,14 @@ class MemoryEstimatorTest {
 
     @Test
     void componentsAddUp() {
-        MemoryEstimate estimate = MemoryEstimator.builder().setData(1_000, 400, MemoryEstimator.Loading.IN_MEMORY)
+        MemoryEstimate estimate = MemoryEstimator.builder().setData(1_000, 400, LoadingStrategy.inMemory())
                 .setModel(10_000, 100).optOptimizer(MemoryEstimator.Optimizer.ADAM).optBatchSize(50).optPrefetch(2).build().estimate();
         assertEquals(400_000 + 3 * 50 * 400, estimate.total(MemoryEstimate.Where.NATIVE));
         assertEquals(8_000, estimate.total(MemoryEstimate.Where.HEAP));
         // weights + gradients + 2 Adam states + activations + the batch copy
         assertEquals(40_000 + 40_000 + 80_000 + 100 * 50 * 4 + 50 * 400, estimate.total(MemoryEstimate.Where.DEVICE));
         assertTrue(estimate.table().rowCount() > 5);
-        MemoryEstimate sgd = MemoryEstimator.builder().setData(1_000, 400, MemoryEstimator.Loading.MAPPED)
+        MemoryEstimate sgd = MemoryEstimator.builder().setData(1_000, 400, LoadingStrategy.mapped())
                 .setModel(10_000, 0).optOptimizer(MemoryEstimator.Optimizer.SGD).optPrecision(2).optBatchSize(50).build().estimate();
         assertEquals(20_000 + 20_000 + 50 * 400, sgd.total(MemoryEstimate.Where.DEVICE));
         assertEquals(400_000, sgd.total(MemoryEstimate.Where.MAPPED));
@@ -57,34 +57,35 @@ class MemoryEstimatorTest {
     @Test
     void impossibleRequestsSayWhy() {
         MemfitException negative = assertThrows(MemfitException.class,
-                () -> MemoryEstimator.builder().setData(-5, 4, MemoryEstimator.Loading.MAPPED).build());
+                () -> MemoryEstimator.builder().setData(-5, 4, LoadingStrategy.mapped()).build());
         assertTrue(negative.getMessage().contains("count >= 1"), negative.getMessage());
         MemfitException devices = assertThrows(MemfitException.class,
-                () -> MemoryEstimator.builder().setData(10, 4, MemoryEstimator.Loading.MAPPED).optBatchSize(2).optDevices(0).build());
+                () -> MemoryEstimator.builder().setData(10, 4, LoadingStrategy.mapped()).optBatchSize(2).optDevices(0).build());
         assertTrue(devices.getMessage().contains("devices must be at least 1"), devices.getMessage());
         MemfitException batch = assertThrows(MemfitException.class,
-                () -> MemoryEstimator.builder().setData(10, 4, MemoryEstimator.Loading.MAPPED).optBatchSize(11).build());
+                () -> MemoryEstimator.builder().setData(10, 4, LoadingStrategy.mapped()).optBatchSize(11).build());
         assertTrue(batch.getMessage().contains("batch size must be in [1, 10]"), batch.getMessage());
-        assertThrows(MemfitException.class, () -> MemoryEstimator.builder().setData(10, 4, MemoryEstimator.Loading.MAPPED)
+        assertThrows(MemfitException.class, () -> MemoryEstimator.builder().setData(10, 4, LoadingStrategy.mapped())
                 .setModel(-1, 0).build());
     }
 
     @Test
     void adviceFollowsTheDocumentedThresholds() {
         long gb = 1L << 30;
-        MemoryEstimate small = MemoryEstimator.builder().setData(1000, 1000, MemoryEstimator.Loading.IN_MEMORY).build().estimate();
+        MemoryEstimate small = MemoryEstimator.builder().setData(1000, 1000, LoadingStrategy.inMemory()).build().estimate();
         Advice.Machine machine = new Advice.Machine(16 * gb, 4 * gb, -1, -1);
-        assertEquals(Advice.Strategy.IN_MEMORY, Advice.of(small, 8 * gb, machine).strategy());
-        assertEquals(Advice.Strategy.MAPPED, Advice.of(small, 8 * gb + 1, machine).strategy());
-        assertEquals(Advice.Strategy.MAPPED, Advice.of(small, (long) (14.4 * gb), machine).strategy());
-        assertEquals(Advice.Strategy.STREAMING, Advice.of(small, 15 * gb, machine).strategy());
+        assertEquals(LoadingStrategy.inMemory(), Advice.of(small, 8 * gb, machine).strategy());
+        assertEquals(LoadingStrategy.mapped(), Advice.of(small, 8 * gb + 1, machine).strategy());
+        assertEquals(LoadingStrategy.mapped(), Advice.of(small, (long) (14.4 * gb), machine).strategy());
+        assertEquals(LoadingStrategy.streaming(), Advice.of(small, 15 * gb, machine).strategy());
         Advice slow = Advice.of(small, 100 * gb, new Advice.Machine(16 * gb, 4 * gb, -1, 100_000_000));
-        assertEquals(Advice.Strategy.LAZY, slow.strategy());
-        assertEquals(16, slow.threads());
+        assertEquals(LoadingStrategy.lazy(16), slow.strategy());
         assertTrue(slow.text().contains("16 reader threads"), slow.text());
-        assertEquals(Advice.Strategy.RANDOM_SUBSET,
-                Advice.of(small, 1000 * gb, new Advice.Machine(16 * gb, 4 * gb, -1, 100_000_000)).strategy());
-        MemoryEstimate big = MemoryEstimator.builder().setData(1000, 1000, MemoryEstimator.Loading.IN_MEMORY)
+        // an epoch of 1000 GB at 100 MB/s: a subset of 8 GB (half the RAM), which reads in about 86 s
+        Advice subset = Advice.of(small, 1000 * gb, new Advice.Machine(16 * gb, 4 * gb, -1, 100_000_000));
+        assertEquals(new LoadingStrategy.RandomSubset(8.0 / 1000, 0, LoadingStrategy.mapped()), subset.strategy());
+        assertTrue(subset.text().contains("random subset of 0.800% of the samples (8.0 GB"), subset.text());
+        MemoryEstimate big = MemoryEstimator.builder().setData(1000, 1000, LoadingStrategy.inMemory())
                 .setModel(1_000_000_000L, 0).build().estimate();
         Advice device = Advice.of(big, gb, new Advice.Machine(16 * gb, 4 * gb, 8 * gb, -1));
         assertTrue(device.reduceBatch(), device.text());
@@ -97,13 +98,13 @@ class MemoryEstimatorTest {
         long gb = 1L << 30;
         Advice.Machine big = new Advice.Machine(512 * gb, 32 * gb, -1, -1);
         // 10% dense CSR of 2,000 genes: 200 values of 8 bytes per cell
-        assertEquals(Advice.AtlasStrategy.IN_MEMORY, Advice.atlasStrategy(400_000, 2000, 400_000L * 200, 1, big));
-        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(600_000, 2000, 600_000L * 200, 1, big));
-        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 1, big));
-        assertEquals(Advice.AtlasStrategy.SHARDS_ACROSS_DEVICES, Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 4, big));
+        assertEquals(LoadingStrategy.inMemory(), Advice.atlasStrategy(400_000, 2000, 400_000L * 200, 1, big));
+        assertEquals(LoadingStrategy.streaming(), Advice.atlasStrategy(600_000, 2000, 600_000L * 200, 1, big));
+        assertEquals(LoadingStrategy.streaming(), Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 1, big));
+        assertEquals(LoadingStrategy.shards(4), Advice.atlasStrategy(8_000_000, 2000, 8_000_000L * 200, 4, big));
         // a small atlas on a small machine: 400k cells of 30,000 genes at 30% is 29 GB of CSR, more than half of 16 GB
         Advice.Machine small = new Advice.Machine(16 * gb, 4 * gb, -1, -1);
-        assertEquals(Advice.AtlasStrategy.SHARD_OR_STREAM, Advice.atlasStrategy(400_000, 30_000, 400_000L * 9000, 1, small));
+        assertEquals(LoadingStrategy.streaming(), Advice.atlasStrategy(400_000, 30_000, 400_000L * 9000, 1, small));
         assertTrue(Advice.atlasText(8_000_000, 2000, 1, 4, big).contains("rank r takes shards r, r+4"));
     }
 
@@ -143,7 +144,7 @@ class MemoryEstimatorTest {
         long nativeBefore = NativeMemory.ALLOCATED.bytes();
         try (ArraySource data = ArraySource.allocate("rows", rows, new Shape(16), DType.FLOAT32);
              Loader loader = Datasets.of(data).optBatchSize(256).optShuffle(1).optPrefetch(2).build()) {
-            MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, MemoryEstimator.Loading.IN_MEMORY)
+            MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, LoadingStrategy.inMemory())
                     .optBatchSize(256).optPrefetch(2).build().estimate();
             checkDuringAnEpoch(loader, estimate, nativeBefore, NativeMemory.MAPPED.bytes(), heapBefore);
         }
@@ -160,7 +161,7 @@ class MemoryEstimatorTest {
         long nativeBefore = NativeMemory.ALLOCATED.bytes();
         long mappedBefore = NativeMemory.MAPPED.bytes();
         try (Loader loader = Datasets.npy(file).mapped().optBatchSize(512).optShuffle(1).optPrefetch(4).build()) {
-            MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, MemoryEstimator.Loading.MAPPED)
+            MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, 64, LoadingStrategy.mapped())
                     .optBatchSize(512).optPrefetch(4).build().estimate();
             checkDuringAnEpoch(loader, estimate, nativeBefore, mappedBefore, heapBefore);
         }
@@ -170,12 +171,10 @@ class MemoryEstimatorTest {
     void estimateMatchesMeasurementForParticles(@TempDir Path dir) {
         SyntheticParticles.Written written = SyntheticParticles.write(dir, 4_000, 32, 1_000, 0.1, 30, 1);
         long imageBytes = 32 * 32 * 4;
-        for (MemoryEstimator.Loading loading : new MemoryEstimator.Loading[]{MemoryEstimator.Loading.IN_MEMORY, MemoryEstimator.Loading.LAZY}) {
+        for (LoadingStrategy loading : new LoadingStrategy[]{LoadingStrategy.inMemory(), LoadingStrategy.lazy(4)}) {
             long heapBefore = liveHeap();
             long nativeBefore = NativeMemory.ALLOCATED.bytes();
-            var dataset = Datasets.particles(written.star());
-            try (Loader loader = (loading == MemoryEstimator.Loading.LAZY ? dataset.lazy(4) : dataset.eager())
-                    .optBatchSize(64).optShuffle(1).optPrefetch(2).build()) {
+            try (Loader loader = loading.loader(written.star()).optBatchSize(64).optShuffle(1).optPrefetch(2).build()) {
                 MemoryEstimate estimate = MemoryEstimator.builder().setData(4_000, imageBytes, loading)
                         .optBatchSize(64).optPrefetch(2).build().estimate();
                 long nativeNow;

@@ -1,0 +1,453 @@
+package dev.memfit.memory;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.DType;
+import dev.memfit.MemfitException;
+import dev.memfit.data.Datasets;
+import dev.memfit.data.H5adStream;
+import dev.memfit.data.LoaderBuilder;
+import dev.memfit.io.Formats;
+import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.hdf5.PackedFile;
+import dev.memfit.io.npy.FileSet;
+import dev.memfit.sample.DistributedShardSampler;
+import dev.memfit.sample.Subsets;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.source.ArraySource;
+import dev.memfit.source.SampleSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * How data reaches the loader, with the parameters that go with it: in memory, memory-mapped, lazily on reader
+ * threads, streamed in chunks through a shuffle buffer, a random subset first, or shards across devices.
+ * {@link Advice} recommends one, {@link MemoryEstimator} estimates the memory it takes, and {@link #loader(Path)}
+ * opens a file that way ({@link Streaming#stream(Path)} for an {@code .h5ad} streamed):
+ *
+ * <pre>{@code
+ * MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, rowBytes, LoadingStrategy.mapped()).build().estimate();
+ * Advice advice = Advice.of(estimate, dataBytes, Advice.Machine.current());
+ * try (Loader loader = advice.strategy().loader(file).optBatchSize(256).optShuffle(42).build()) { ... }
+ * }</pre>
+ *
+ * <p>What {@link #loader(Path)} builds, by format (found by {@link Formats#detect}):
+ * <table>
+ *   <caption>the loader each strategy builds</caption>
+ *   <tr><th>strategy</th><th>{@code .npy}</th><th>particles, packed {@code .h5}, folder of {@code .npy}</th>
+ *       <th>shard folder</th><th>{@code .h5ad}</th></tr>
+ *   <tr><td>{@link InMemory}</td><td>read into native memory</td><td>every record read into native memory</td>
+ *       <td>every shard copied into native memory</td><td>X read dense (float32) into native memory</td></tr>
+ *   <tr><td>{@link Mapped}</td><td>mapped</td><td>read on demand, files mapped when at most 256
+ *       ({@link Datasets#open})</td><td>mapped</td><td>refused: not read at random</td></tr>
+ *   <tr><td>{@link Lazy}</td><td>mapped, paged in by N loader threads</td><td>read on demand by N threads</td>
+ *       <td>mapped, N loader threads</td><td>refused</td></tr>
+ *   <tr><td>{@link Streaming}</td><td colspan="3">as {@link Lazy} with the stream's threads: every epoch reads
+ *       storage</td><td>{@link Streaming#stream(Path)}: chunks through a shuffle buffer</td></tr>
+ *   <tr><td>{@link RandomSubset}</td><td colspan="3">its {@code then} strategy, on a random subset
+ *       ({@link LoaderBuilder#optSubset(long[])})</td><td>refused</td></tr>
+ *   <tr><td>{@link Shards}</td><td colspan="2">refused: convert with {@code ./memfit shard} first</td>
+ *       <td>mapped, this rank's whole shards ({@link DistributedShardSampler})</td><td>refused</td></tr>
+ * </table>
+ */
+public sealed interface LoadingStrategy {
+
+    /**
+     * Reads the data into native memory when the loader is built: fastest batches, RAM for all of it.
+     *
+     * @return the strategy
+     */
+    static InMemory inMemory() {
+        return new InMemory();
+    }
+
+    /**
+     * Memory-maps the data: no copy up front, the page cache keeps what fits.
+     *
+     * @return the strategy
+     */
+    static Mapped mapped() {
+        return new Mapped();
+    }
+
+    /**
+     * Reads samples on demand with reader threads, to overlap the latency of slow storage.
+     *
+     * @param threads concurrent reads, at least 1
+     * @return the strategy
+     */
+    static Lazy lazy(int threads) {
+        return new Lazy(threads);
+    }
+
+    /**
+     * Streams an {@code .h5ad} with the defaults of {@link H5adStream}: chunks of 10,000 cells, a shuffle buffer of
+     * four chunks, one reader thread.
+     *
+     * @return the strategy
+     */
+    static Streaming streaming() {
+        return new Streaming(Streaming.DEFAULT_CHUNK, 4 * Streaming.DEFAULT_CHUNK, 1);
+    }
+
+    /**
+     * Streams an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer.
+     *
+     * @param chunkSize cells read at once, at least 1
+     * @param bufferCells cells in the shuffle buffer, at least one chunk
+     * @param threads chunks read at once, at least 1
+     * @return the strategy
+     */
+    static Streaming streaming(int chunkSize, int bufferCells, int threads) {
+        return new Streaming(chunkSize, bufferCells, threads);
+    }
+
+    /**
+     * Trains on a random subset first (seed 0), read at random from the whole data.
+     *
+     * @param fraction the share of the samples kept, in (0, 1]
+     * @param then how the whole data is read: {@link Mapped} or {@link Lazy}
+     * @return the strategy
+     */
+    static RandomSubset randomSubset(double fraction, LoadingStrategy then) {
+        return new RandomSubset(fraction, 0, then);
+    }
+
+    /**
+     * Memory-mapped shards written by {@code ./memfit shard}, each rank of a job on several devices reading whole
+     * shards of its own (seed 0, shared by every rank).
+     *
+     * @param devices the data-parallel devices (ranks)
+     * @return the strategy
+     */
+    static Shards shards(int devices) {
+        return new Shards(devices, 0);
+    }
+
+    /**
+     * The strategy in a few words for people, such as "lazy, 16 reader threads".
+     *
+     * @return the description
+     */
+    String describe();
+
+    /**
+     * Opens a file or folder this way (see the table above for each format).
+     *
+     * @param path the data
+     * @return the loader settings: set the batch size and the order, then {@link LoaderBuilder#build()}
+     * @throws MemfitException when this strategy cannot read the format (the message says which can)
+     */
+    LoaderBuilder loader(Path path);
+
+    /** Load into native memory. */
+    record InMemory() implements LoadingStrategy {
+
+        @Override
+        public String describe() {
+            return "in memory";
+        }
+
+        @Override
+        public LoaderBuilder loader(Path path) {
+            return switch (Formats.detect(path)) {
+                case NPY -> Datasets.npy(path).inMemory();
+                case MRC, STACK_LIST, STAR -> Datasets.particles(path).eager();
+                case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).eager();
+                case NPY_FOLDER -> Datasets.records(FileSet.open(path)).eager();
+                case SHARDS -> Datasets.owned(() -> {
+                    try (ShardStore store = ShardStore.open(path)) {
+                        return copy(store, store.describe());
+                    }
+                });
+                case H5AD -> Datasets.owned(() -> readDense(path));
+            };
+        }
+
+        private static ArraySource copy(SampleSource source, String name) {
+            ArraySource copy = ArraySource.allocate(name, source.size(), source.sampleShape(), source.dtype());
+            long bytes = source.sampleBytes();
+            int block = (int) Math.max(1, Math.min(source.size(), (64L << 20) / Math.max(1, bytes)));
+            try {
+                for (long first = 0; first < source.size(); first += block) {
+                    long[] indices = new long[(int) Math.min(block, source.size() - first)];
+                    for (int i = 0; i < indices.length; i++) {
+                        indices[i] = first + i;
+                    }
+                    source.readBatch(indices, copy.data().asSlice(first * bytes, indices.length * bytes));
+                }
+                return copy;
+            } catch (RuntimeException e) {
+                copy.close();
+                throw e;
+            }
+        }
+
+        private static ArraySource readDense(Path file) {
+            try (H5ad h5ad = H5ad.open(file)) {
+                long cells = h5ad.observations();
+                long rowBytes = h5ad.variables() * Float.BYTES;
+                long dense = Math.multiplyExact(cells, rowBytes);
+                long available = Advice.Machine.current().availableRam();
+                if (available > 0 && dense > available) {
+                    throw new MemfitException(file + ": X as dense float32 needs " + MemoryEstimator.human(dense)
+                            + ", more than the " + MemoryEstimator.human(available) + " of RAM available; stream it "
+                            + "(LoadingStrategy.streaming().stream(file)) or convert it with ./memfit shard");
+                }
+                ArraySource rows = ArraySource.allocate(file.getFileName().toString(), cells,
+                        new Shape(h5ad.variables()), DType.FLOAT32);
+                int block = (int) Math.max(1, Math.min(cells, (64L << 20) / Math.max(1, rowBytes)));
+                try {
+                    for (long first = 0; first < cells; first += block) {
+                        int count = (int) Math.min(block, cells - first);
+                        MemorySegment into = rows.data().asSlice(first * rowBytes, count * rowBytes);
+                        h5ad.readRows(first, count, into);
+                    }
+                    return rows;
+                } catch (RuntimeException e) {
+                    rows.close();
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** Memory-map the data. */
+    record Mapped() implements LoadingStrategy {
+
+        @Override
+        public String describe() {
+            return "memory-mapped";
+        }
+
+        @Override
+        public LoaderBuilder loader(Path path) {
+            if (Formats.detect(path) == Formats.Format.H5AD) {
+                throw notAtRandom(path, describe());
+            }
+            return Datasets.open(path);
+        }
+    }
+
+    /**
+     * Read samples on demand with reader threads.
+     *
+     * @param threads concurrent reads, in [1, 1024]
+     */
+    record Lazy(int threads) implements LoadingStrategy {
+
+        /**
+         * Checks the thread count.
+         *
+         * @param threads concurrent reads, in [1, 1024]
+         */
+        public Lazy {
+            if (threads < 1 || threads > 1024) {
+                throw new MemfitException("lazy loading needs 1 to 1024 reader threads, got " + threads);
+            }
+        }
+
+        @Override
+        public String describe() {
+            return "lazy, " + threads + (threads == 1 ? " reader thread" : " reader threads");
+        }
+
+        @Override
+        public LoaderBuilder loader(Path path) {
+            return switch (Formats.detect(path)) {
+                case NPY -> Datasets.npy(path).mapped().optThreads(threads);
+                case MRC, STACK_LIST, STAR -> Datasets.particles(path).lazy(threads);
+                case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).lazy(threads);
+                case NPY_FOLDER -> Datasets.records(FileSet.open(path)).lazy(threads);
+                case SHARDS -> Datasets.shards(path).optThreads(threads);
+                case H5AD -> throw notAtRandom(path, describe());
+            };
+        }
+    }
+
+    /**
+     * Stream an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer (see {@link H5adStream}).
+     *
+     * @param chunkSize cells read at once, at least 1
+     * @param bufferCells cells in the shuffle buffer, at least one chunk
+     * @param threads chunks read at once, at least 1
+     */
+    record Streaming(int chunkSize, int bufferCells, int threads) implements LoadingStrategy {
+
+        /** The cells per chunk of {@link LoadingStrategy#streaming()}, as {@link H5adStream}'s default. */
+        public static final int DEFAULT_CHUNK = 10_000;
+
+        /**
+         * Checks the settings.
+         *
+         * @param chunkSize cells read at once, at least 1
+         * @param bufferCells cells in the shuffle buffer, at least one chunk
+         * @param threads chunks read at once, at least 1
+         */
+        public Streaming {
+            if (chunkSize < 1 || bufferCells < chunkSize || threads < 1) {
+                throw new MemfitException("streaming needs chunk size >= 1, shuffle buffer >= chunk size and threads "
+                        + ">= 1; got chunk " + chunkSize + ", buffer " + bufferCells + ", threads " + threads);
+            }
+        }
+
+        @Override
+        public String describe() {
+            return String.format(Locale.ROOT, "streamed in chunks of %,d through a shuffle buffer of %,d, %d %s",
+                    chunkSize, bufferCells, threads, threads == 1 ? "reader thread" : "reader threads");
+        }
+
+        /**
+         * Opens an {@code .h5ad} as a stream with this chunk size, buffer and threads.
+         *
+         * @param h5ad the {@code .h5ad}
+         * @return the stream settings: set the batch size and the seed, then build
+         * @throws MemfitException for any other format ({@link #loader(Path)} reads those)
+         */
+        public H5adStream.Builder stream(Path h5ad) {
+            if (Formats.detect(h5ad) != Formats.Format.H5AD) {
+                throw new MemfitException(h5ad + ": only an .h5ad is streamed; loader(path) reads "
+                        + Formats.detect(h5ad).description() + " on demand, every epoch reading storage");
+            }
+            return Datasets.h5ad(h5ad).optChunkSize(chunkSize).optBufferCells(bufferCells).optThreads(threads);
+        }
+
+        /**
+         * Opens a format read at random as {@link Lazy} with this stream's threads does (a mapped {@code .npy} pages
+         * in what batches read, and every epoch reads storage); an {@code .h5ad} goes through {@link #stream(Path)}.
+         *
+         * @param path the data
+         * @return the loader settings
+         * @throws MemfitException for an {@code .h5ad}
+         */
+        @Override
+        public LoaderBuilder loader(Path path) {
+            if (Formats.detect(path) == Formats.Format.H5AD) {
+                throw new MemfitException(path + ": an .h5ad is streamed through stream(file) (Datasets.h5ad), not "
+                        + "opened by loader(file)");
+            }
+            return new Lazy(threads).loader(path);
+        }
+    }
+
+    /**
+     * Train on a random subset first, read at random from the whole data; scale up once the run looks right.
+     *
+     * @param fraction the share of the samples kept, in (0, 1]
+     * @param seed the seed of the draw (the same seed draws the same samples)
+     * @param then how the whole data is read: {@link Mapped} or {@link Lazy} (an in-memory load would read all of
+     *             it first)
+     */
+    record RandomSubset(double fraction, long seed, LoadingStrategy then) implements LoadingStrategy {
+
+        /**
+         * Checks the fraction and the strategy underneath.
+         *
+         * @param fraction the share of the samples kept, in (0, 1]
+         * @param seed the seed of the draw
+         * @param then {@link Mapped} or {@link Lazy}
+         */
+        public RandomSubset {
+            if (!(fraction > 0 && fraction <= 1)) {
+                throw new MemfitException("a random subset keeps a fraction in (0, 1] of the samples, got " + fraction);
+            }
+            if (!(then instanceof Mapped || then instanceof Lazy)) {
+                throw new MemfitException("a random subset is read at random from the whole data, so through a "
+                        + "mapping or lazily; got " + (then == null ? "null" : then.describe()));
+            }
+        }
+
+        /**
+         * The samples the subset keeps out of a total: the fraction, rounded, at least one.
+         *
+         * @param total the samples of the whole data
+         * @return the subset size
+         */
+        public long size(long total) {
+            return Math.max(1, Math.min(total, Math.round(fraction * total)));
+        }
+
+        @Override
+        public String describe() {
+            return String.format(Locale.ROOT, "a random %.3g%% subset (seed %d), %s", fraction * 100, seed, then.describe());
+        }
+
+        @Override
+        public LoaderBuilder loader(Path path) {
+            Formats.Format format = Formats.detect(path);
+            if (format == Formats.Format.H5AD) {
+                throw notAtRandom(path, describe());
+            }
+            long total;
+            if (format == Formats.Format.SHARDS) {
+                try (ShardStore store = ShardStore.open(path)) {
+                    total = store.size();
+                }
+            } else {
+                total = Formats.open(path).samples();
+            }
+            return then.loader(path).optSubset(Subsets.random(total, Math.toIntExact(size(total)), seed));
+        }
+    }
+
+    /**
+     * Memory-mapped shards written by {@code ./memfit shard}; with several devices, each rank reads whole shards of
+     * its own, rank and world size taken from the environment ({@link DistributedShardSampler#fromEnvironment}).
+     *
+     * @param devices the data-parallel devices (ranks), at least 1
+     * @param seed the seed of the shard and sample order, shared by every rank
+     */
+    record Shards(int devices, long seed) implements LoadingStrategy {
+
+        /**
+         * Checks the device count.
+         *
+         * @param devices at least 1
+         * @param seed the seed shared by every rank
+         */
+        public Shards {
+            if (devices < 1) {
+                throw new MemfitException("shards need at least one device, got " + devices);
+            }
+        }
+
+        @Override
+        public String describe() {
+            return devices == 1 ? "memory-mapped shards"
+                    : "memory-mapped shards, whole shards per rank across " + devices + " devices";
+        }
+
+        /**
+         * Opens a shard folder; with several devices its sampler already gives this rank its own shards, shuffled
+         * every epoch from {@link #seed()}, so set the batch size but not {@code optShuffle} (which would read
+         * everything on every rank).
+         *
+         * @param path the shard folder
+         * @return the loader settings
+         * @throws MemfitException for anything but a shard folder
+         */
+        @Override
+        public LoaderBuilder loader(Path path) {
+            if (Formats.detect(path) != Formats.Format.SHARDS) {
+                throw new MemfitException(path + ": expected a shard folder; convert the data once with ./memfit "
+                        + "shard, then open the folder");
+            }
+            LoaderBuilder builder = Datasets.shards(path);
+            if (devices > 1) {
+                long[] sizes;
+                try (ShardStore store = ShardStore.open(path)) {
+                    sizes = store.shardSizes();
+                }
+                builder.optSampler(DistributedShardSampler.fromEnvironment(sizes, seed, System.getenv()));
+            }
+            return builder;
+        }
+    }
+
+    private static MemfitException notAtRandom(Path path, String strategy) {
+        return new MemfitException(path + ": an .h5ad is not read at random (" + strategy + "); stream it "
+                + "(LoadingStrategy.streaming().stream(file)), load it in memory (LoadingStrategy.inMemory()), or "
+                + "convert it once with ./memfit shard and open the folder");
+    }
+}

@@ -1,0 +1,158 @@
+package dev.memfit.memory;
+
+import dev.memfit.MemfitException;
+import dev.memfit.data.Loader;
+import dev.memfit.sample.Subsets;
+import dev.memfit.shard.ShardWriter;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Each {@link LoadingStrategy} builds the loader it names, on files numpy and anndata wrote, with the right rows. */
+class LoadingStrategyTest {
+
+    @TempDir
+    static Path dir;
+    static Path rows;
+    static Path samples;
+    static Path cells;
+    static Path shards;
+
+    @BeforeAll
+    static void write() {
+        StrategyFiles.write(dir);
+        rows = dir.resolve("rows.npy");
+        samples = dir.resolve("samples");
+        cells = dir.resolve("cells.h5ad");
+        shards = dir.resolve("shards");
+        ShardWriter.write(cells, shards, 16, null);
+    }
+
+    @Test
+    void inMemoryReadsEveryFormatIntoMemory() {
+        for (Path path : List.of(rows, samples, cells, shards)) {
+            try (Loader loader = LoadingStrategy.inMemory().loader(path).optBatchSize(64).optShuffle(3).build()) {
+                assertTrue(loader.describe().startsWith("in-memory "), path + ": " + loader.describe());
+                long expected = path == rows ? StrategyFiles.ROWS : path == samples ? StrategyFiles.SAMPLES : StrategyFiles.CELLS;
+                StrategyFiles.assertEveryRowOnce(loader.epoch(0), expected);
+            }
+        }
+    }
+
+    @Test
+    void mappedMapsAnNpyAndShards() {
+        try (Loader loader = LoadingStrategy.mapped().loader(rows).optBatchSize(128).optShuffle(3).build()) {
+            assertEquals("mapped rows.npy", loader.describe());
+            StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.ROWS);
+        }
+        try (Loader loader = LoadingStrategy.mapped().loader(shards).optBatchSize(7).build()) {
+            assertTrue(loader.describe().endsWith("shards in shards"), loader.describe());
+            StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.CELLS);
+        }
+    }
+
+    @Test
+    void lazyReadsOnDemandWithItsThreads() {
+        try (Loader loader = LoadingStrategy.lazy(3).loader(samples).optBatchSize(5).optShuffle(3).build()) {
+            assertTrue(loader.describe().startsWith("lazy ") && loader.describe().contains("3 threads"), loader.describe());
+            StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.SAMPLES);
+        }
+        try (Loader loader = LoadingStrategy.lazy(3).loader(rows).optBatchSize(100).optShuffle(3).build()) {
+            assertEquals("mapped rows.npy", loader.describe(), "a .npy is paged in on demand through its mapping");
+            StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.ROWS);
+        }
+        assertThrows(MemfitException.class, () -> LoadingStrategy.lazy(0));
+    }
+
+    @Test
+    void streamingStreamsAnH5adThroughItsBuffer() {
+        LoadingStrategy.Streaming streaming = LoadingStrategy.streaming(16, 32, 2);
+        try (var stream = streaming.stream(cells).optBatchSize(10).optShuffle(3).build()) {
+            List<Long> first = StrategyFiles.rowsOf(stream.epoch(0), index -> index);
+            assertEquals(StrategyFiles.CELLS, first.size());
+            assertEquals(StrategyFiles.CELLS, first.stream().distinct().count());
+            assertNotEquals(first.subList(0, 20), java.util.stream.LongStream.range(0, 20).boxed().toList(), "shuffled");
+        }
+        MemfitException loader = assertThrows(MemfitException.class, () -> streaming.loader(cells));
+        assertTrue(loader.getMessage().contains("stream(file)"), loader.getMessage());
+        assertThrows(MemfitException.class, () -> streaming.stream(rows), "only an .h5ad streams");
+        // other formats are read on demand, every epoch from storage
+        try (Loader mapped = streaming.loader(rows).optBatchSize(256).build()) {
+            StrategyFiles.assertEveryRowOnce(mapped.epoch(0), StrategyFiles.ROWS);
+        }
+        assertThrows(MemfitException.class, () -> LoadingStrategy.streaming(16, 8, 1), "buffer smaller than a chunk");
+        assertEquals(new LoadingStrategy.Streaming(10_000, 40_000, 1), LoadingStrategy.streaming());
+    }
+
+    @Test
+    void randomSubsetReadsOnlyItsSamples() {
+        LoadingStrategy.RandomSubset subset = new LoadingStrategy.RandomSubset(0.1, 5, LoadingStrategy.lazy(2));
+        long[] chosen = Subsets.random(StrategyFiles.ROWS, 200, 5);
+        try (Loader loader = subset.loader(rows).optBatchSize(32).optShuffle(3).build()) {
+            assertEquals(200, loader.samples());
+            assertEquals("200 of mapped rows.npy", loader.describe());
+            List<Long> seen = StrategyFiles.rowsOf(loader.epoch(0), index -> chosen[(int) index]);
+            assertEquals(200, seen.stream().distinct().count());
+        }
+        try (Loader loader = LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()).loader(shards).optBatchSize(8).build()) {
+            assertEquals(45, loader.samples());
+        }
+        assertThrows(MemfitException.class, () -> new LoadingStrategy.RandomSubset(0, 1, LoadingStrategy.mapped()));
+        assertThrows(MemfitException.class, () -> LoadingStrategy.randomSubset(0.5, LoadingStrategy.inMemory()),
+                "an in-memory load would read everything first");
+    }
+
+    @Test
+    void shardsReadTheShardFolder() {
+        try (Loader loader = LoadingStrategy.shards(1).loader(shards).optBatchSize(9).optShuffle(3).build()) {
+            assertEquals(StrategyFiles.CELLS, loader.samples());
+            StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.CELLS);
+        }
+        MemfitException e = assertThrows(MemfitException.class, () -> LoadingStrategy.shards(2).loader(cells));
+        assertTrue(e.getMessage().contains("./memfit shard"), e.getMessage());
+    }
+
+    @Test
+    void anH5adIsNotReadAtRandom() {
+        for (LoadingStrategy strategy : List.of(LoadingStrategy.mapped(), LoadingStrategy.lazy(4),
+                LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()))) {
+            MemfitException e = assertThrows(MemfitException.class, () -> strategy.loader(cells));
+            assertTrue(e.getMessage().contains("streaming().stream(file)"), e.getMessage());
+        }
+    }
+
+    @Test
+    void estimatesFollowTheStrategy() {
+        long rowBytes = StrategyFiles.COLUMNS * 4L;
+        MemoryEstimate subset = MemoryEstimator.builder().setData(1000, rowBytes,
+                LoadingStrategy.randomSubset(0.25, LoadingStrategy.mapped())).optBatchSize(10).build().estimate();
+        assertEquals(1000 * rowBytes, subset.total(MemoryEstimate.Where.MAPPED), "the whole file is mapped");
+        assertEquals(250 * rowBytes, subset.total(MemoryEstimate.Where.PAGE_CACHE), "only the subset is read");
+        assertEquals(2 * 8 * 250, subset.total(MemoryEstimate.Where.HEAP), "subset indices and epoch order");
+        MemoryEstimate streamed = MemoryEstimator.builder().setData(100_000, rowBytes, LoadingStrategy.streaming(500, 2000, 1))
+                .optBatchSize(10).build().estimate();
+        assertEquals(500 * rowBytes + 3 * 10 * rowBytes, streamed.total(MemoryEstimate.Where.NATIVE));
+        MemoryEstimate ranks = MemoryEstimator.builder().setData(1000, rowBytes, LoadingStrategy.shards(4))
+                .optBatchSize(10).build().estimate();
+        assertEquals(250 * rowBytes, ranks.total(MemoryEstimate.Where.PAGE_CACHE), "each rank reads its own shards");
+        assertEquals(8 * 250, ranks.total(MemoryEstimate.Where.HEAP));
+    }
+
+    @Test
+    void describesItselfInWords() {
+        assertEquals("in memory", LoadingStrategy.inMemory().describe());
+        assertEquals("lazy, 16 reader threads", LoadingStrategy.lazy(16).describe());
+        assertEquals("a random 12.5% subset (seed 0), memory-mapped",
+                LoadingStrategy.randomSubset(0.125, LoadingStrategy.mapped()).describe());
+        assertEquals("streamed in chunks of 10,000 through a shuffle buffer of 40,000, 1 reader thread",
+                LoadingStrategy.streaming().describe());
+    }
+}
