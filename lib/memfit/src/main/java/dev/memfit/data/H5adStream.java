@@ -52,16 +52,19 @@ final class H5adStream implements Loader.Pipeline {
     private final int slots;
     private final NativeMemory.Reservation reservation;
     private final boolean dropLast;
+    private final int prefetch;
 
-    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, long seed, boolean dropLast) {
+    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
+               boolean dropLast) {
         try (H5ad probe = H5ad.open(file)) {
             this.cells = probe.observations();
             this.genes = probe.variables();
         }
-        if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1) {
+        if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1
+                || prefetch < 1) {
             throw new MemfitException("streaming " + file + " needs chunk size >= 1, shuffle buffer >= chunk size,"
-                    + " 1 <= batch size <= shuffle buffer and threads >= 1; got chunk " + chunkSize + ", buffer "
-                    + bufferCells + ", batch " + batchSize + ", threads " + threads);
+                    + " 1 <= batch size <= shuffle buffer, threads >= 1 and prefetch >= 1 chunk; got chunk " + chunkSize
+                    + ", buffer " + bufferCells + ", batch " + batchSize + ", threads " + threads + ", prefetch " + prefetch);
         }
         this.file = file;
         this.chunkSize = chunkSize;
@@ -70,6 +73,7 @@ final class H5adStream implements Loader.Pipeline {
         this.seed = seed;
         this.threads = threads;
         this.dropLast = dropLast;
+        this.prefetch = prefetch;
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
             H5ad opened = H5ad.open(file);
@@ -88,9 +92,9 @@ final class H5adStream implements Loader.Pipeline {
         this.reservation = NativeMemory.ALLOCATED.reserve(bufferMemory());
     }
 
-    /** Chunks read ahead: one per reader thread, at least two so that a read overlaps the buffer's draws. */
+    /** Chunks read ahead, each into slots of its own. */
     private int readDepth() {
-        return Math.max(2, threads);
+        return prefetch;
     }
 
     @Override

@@ -5,7 +5,7 @@ import java.nio.file.Path;
 /**
  * Configures a {@link Loader} that streams an {@code .h5ad} through a shuffle buffer; start one with
  * {@link Datasets#h5ad(Path)}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks (and at least one batch), batches of 256, one
- * reader thread, seed 0, the last short batch of an epoch kept.
+ * reader thread reading two chunks ahead, seed 0, the last short batch of an epoch kept.
  *
  * <pre>{@code
  * try (Loader cells = Datasets.h5ad(atlas).optChunkSize(2_000).optBufferCells(20_000)
@@ -18,12 +18,13 @@ import java.nio.file.Path;
  * file anndata writes) read fastest; randomness comes from the chunk order and the draws from the buffer, so a larger
  * buffer mixes better at the cost of memory ({@link Loader#bufferMemory()}).
  */
-public final class H5adStreamBuilder {
+public final class H5adStreamBuilder implements Loader.Builder {
     private final Path file;
     private int chunkSize = 10_000;
     private Integer bufferCells;
     private int batchSize = 256;
     private int threads = 1;
+    private Integer prefetch;
     private long seed;
     private boolean dropLast;
 
@@ -59,6 +60,7 @@ public final class H5adStreamBuilder {
      * @param size at least 1, at most the shuffle buffer
      * @return this builder
      */
+    @Override
     public H5adStreamBuilder optBatchSize(int size) {
         this.batchSize = size;
         return this;
@@ -70,8 +72,22 @@ public final class H5adStreamBuilder {
      * @param count at least 1
      * @return this builder
      */
+    @Override
     public H5adStreamBuilder optThreads(int count) {
         this.threads = count;
+        return this;
+    }
+
+    /**
+     * Sets the chunks read ahead: each is read straight into free slots of the buffer, so each costs a chunk of
+     * memory. Default: the reader threads, at least 2 (so that a read overlaps the draws from the buffer).
+     *
+     * @param chunks at least 1
+     * @return this builder
+     */
+    @Override
+    public H5adStreamBuilder optPrefetch(int chunks) {
+        this.prefetch = chunks;
         return this;
     }
 
@@ -81,6 +97,7 @@ public final class H5adStreamBuilder {
      * @param seed the seed
      * @return this builder
      */
+    @Override
     public H5adStreamBuilder optShuffle(long seed) {
         this.seed = seed;
         return this;
@@ -92,6 +109,7 @@ public final class H5adStreamBuilder {
      * @param drop whether to drop it
      * @return this builder
      */
+    @Override
     public H5adStreamBuilder optDropLast(boolean drop) {
         this.dropLast = drop;
         return this;
@@ -102,8 +120,9 @@ public final class H5adStreamBuilder {
      *
      * @return the loader, to be closed
      */
+    @Override
     public Loader build() {
         return new Loader(new H5adStream(file, chunkSize, bufferCells == null ? Math.max(4 * chunkSize, batchSize) : bufferCells, batchSize,
-                threads, seed, dropLast));
+                threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast));
     }
 }

@@ -132,6 +132,60 @@ public final class Loader implements AutoCloseable {
         return "Loader[" + pipeline + "]";
     }
 
+    /**
+     * The settings every loader takes, whatever it reads: {@link LoaderBuilder} (random access) and
+     * {@link H5adStreamBuilder} (an {@code .h5ad} stream) both implement it, with more settings of their own, so code
+     * that only sets these works with either (as {@code LoadingStrategy.loader(path)} returns).
+     */
+    public interface Builder {
+        /**
+         * Sets the samples per batch.
+         *
+         * @param size at least 1
+         * @return this builder
+         */
+        Builder optBatchSize(int size);
+
+        /**
+         * Shuffles the samples every epoch, in an order fixed by the seed and the epoch.
+         *
+         * @param seed the seed
+         * @return this builder
+         */
+        Builder optShuffle(long seed);
+
+        /**
+         * Drops the last batch of each epoch when it is smaller than the batch size.
+         *
+         * @param drop whether to drop it
+         * @return this builder
+         */
+        Builder optDropLast(boolean drop);
+
+        /**
+         * Sets how much is read ahead in the background: batches for random access, chunks for a stream.
+         *
+         * @param count 0 or more batches; at least 1 chunk
+         * @return this builder
+         */
+        Builder optPrefetch(int count);
+
+        /**
+         * Sets the background reader threads.
+         *
+         * @param count reader threads
+         * @return this builder
+         */
+        Builder optThreads(int count);
+
+        /**
+         * Validates the settings and opens the loader.
+         *
+         * @return the loader, to be closed
+         */
+        Loader build();
+    }
+
     /** How batches are produced: random access in sampler order, or a stream through a shuffle buffer. */
     interface Pipeline extends AutoCloseable {
         long samples();

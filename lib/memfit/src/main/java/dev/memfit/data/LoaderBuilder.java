@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * <p>Defaults: batch size 32, sequential order, keep the last partial batch, prefetch 2, one reader thread, batches
  * in the source's element type.
  */
-public final class LoaderBuilder {
+public final class LoaderBuilder implements Loader.Builder {
 
     private final Supplier<SampleSource> opener;
     private final boolean ownsSource;
@@ -41,6 +41,7 @@ public final class LoaderBuilder {
      * @param size at least 1
      * @return this builder
      */
+    @Override
     public LoaderBuilder optBatchSize(int size) {
         this.batchSize = size;
         return this;
@@ -52,6 +53,7 @@ public final class LoaderBuilder {
      * @param seed the seed; the same seed gives the same batches from any source
      * @return this builder
      */
+    @Override
     public LoaderBuilder optShuffle(long seed) {
         this.seed = seed;
         this.sampler = null;
@@ -76,6 +78,7 @@ public final class LoaderBuilder {
      * @param drop true to drop it
      * @return this builder
      */
+    @Override
     public LoaderBuilder optDropLast(boolean drop) {
         this.dropLast = drop;
         return this;
@@ -87,6 +90,7 @@ public final class LoaderBuilder {
      * @param batches 0 or more; each costs one batch buffer of off-heap memory
      * @return this builder
      */
+    @Override
     public LoaderBuilder optPrefetch(int batches) {
         this.prefetch = batches;
         return this;
@@ -98,6 +102,7 @@ public final class LoaderBuilder {
      * @param count 0 or more
      * @return this builder
      */
+    @Override
     public LoaderBuilder optThreads(int count) {
         this.threads = count;
         return this;
@@ -143,6 +148,7 @@ public final class LoaderBuilder {
      *
      * @return the loader, to be closed
      */
+    @Override
     public Loader build() {
         if (batchSize < 1) {
             throw new MemfitException("batch size must be at least 1, got " + batchSize);

@@ -4,7 +4,7 @@ import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.data.Datasets;
-import dev.memfit.data.H5adStream;
+import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderBuilder;
 import dev.memfit.io.Formats;
 import dev.memfit.io.hdf5.H5ad;
@@ -24,7 +24,7 @@ import java.util.Locale;
  * How data reaches the loader, with the parameters that go with it: in memory, memory-mapped, lazily on reader
  * threads, streamed in chunks through a shuffle buffer, a random subset first, or shards across devices.
  * {@link Advice} recommends one, {@link MemoryEstimator} estimates the memory it takes, and {@link #loader(Path)}
- * opens a file that way ({@link Streaming#stream(Path)} for an {@code .h5ad} streamed):
+ * opens a file that way:
  *
  * <pre>{@code
  * MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, rowBytes, LoadingStrategy.mapped()).build().estimate();
@@ -44,7 +44,7 @@ import java.util.Locale;
  *   <tr><td>{@link Lazy}</td><td>mapped, paged in by N loader threads</td><td>read on demand by N threads</td>
  *       <td>mapped, N loader threads</td><td>refused</td></tr>
  *   <tr><td>{@link Streaming}</td><td colspan="3">as {@link Lazy} with the stream's threads: every epoch reads
- *       storage</td><td>{@link Streaming#stream(Path)}: chunks through a shuffle buffer</td></tr>
+ *       storage</td><td>streamed: chunks through a shuffle buffer ({@link Datasets#h5ad})</td></tr>
  *   <tr><td>{@link RandomSubset}</td><td colspan="3">its {@code then} strategy, on a random subset
  *       ({@link LoaderBuilder#optSubset(long[])})</td><td>refused</td></tr>
  *   <tr><td>{@link Shards}</td><td colspan="2">refused: convert with {@code ./memfit shard} first</td>
@@ -82,7 +82,7 @@ public sealed interface LoadingStrategy {
     }
 
     /**
-     * Streams an {@code .h5ad} with the defaults of {@link H5adStream}: chunks of 10,000 cells, a shuffle buffer of
+     * Streams an {@code .h5ad} with the defaults of {@link Datasets#h5ad}: chunks of 10,000 cells, a shuffle buffer of
      * four chunks, one reader thread.
      *
      * @return the strategy
@@ -136,10 +136,10 @@ public sealed interface LoadingStrategy {
      * Opens a file or folder this way (see the table above for each format).
      *
      * @param path the data
-     * @return the loader settings: set the batch size and the order, then {@link LoaderBuilder#build()}
+     * @return the loader settings: set the batch size and the order, then {@link Loader.Builder#build()}
      * @throws MemfitException when this strategy cannot read the format (the message says which can)
      */
-    LoaderBuilder loader(Path path);
+    Loader.Builder loader(Path path);
 
     /** Load into native memory. */
     record InMemory() implements LoadingStrategy {
@@ -193,7 +193,7 @@ public sealed interface LoadingStrategy {
                 if (available > 0 && dense > available) {
                     throw new MemfitException(file + ": X as dense float32 needs " + MemoryEstimator.human(dense)
                             + ", more than the " + MemoryEstimator.human(available) + " of RAM available; stream it "
-                            + "(LoadingStrategy.streaming().stream(file)) or convert it with ./memfit shard");
+                            + "(LoadingStrategy.streaming().loader(file)) or convert it with ./memfit shard");
                 }
                 ArraySource rows = ArraySource.allocate(file.getFileName().toString(), cells,
                         new Shape(h5ad.variables()), DType.FLOAT32);
@@ -267,7 +267,7 @@ public sealed interface LoadingStrategy {
     }
 
     /**
-     * Stream an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer (see {@link H5adStream}).
+     * Stream an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer (see {@link Datasets#h5ad}).
      *
      * @param chunkSize cells read at once, at least 1
      * @param bufferCells cells in the shuffle buffer, at least one chunk
@@ -275,7 +275,7 @@ public sealed interface LoadingStrategy {
      */
     record Streaming(int chunkSize, int bufferCells, int threads) implements LoadingStrategy {
 
-        /** The cells per chunk of {@link LoadingStrategy#streaming()}, as {@link H5adStream}'s default. */
+        /** The cells per chunk of {@link LoadingStrategy#streaming()}, as the default of {@link Datasets#h5ad}. */
         public static final int DEFAULT_CHUNK = 10_000;
 
         /**
@@ -299,33 +299,17 @@ public sealed interface LoadingStrategy {
         }
 
         /**
-         * Opens an {@code .h5ad} as a stream with this chunk size, buffer and threads.
-         *
-         * @param h5ad the {@code .h5ad}
-         * @return the stream settings: set the batch size and the seed, then build
-         * @throws MemfitException for any other format ({@link #loader(Path)} reads those)
-         */
-        public H5adStream.Builder stream(Path h5ad) {
-            if (Formats.detect(h5ad) != Formats.Format.H5AD) {
-                throw new MemfitException(h5ad + ": only an .h5ad is streamed; loader(path) reads "
-                        + Formats.detect(h5ad).description() + " on demand, every epoch reading storage");
-            }
-            return Datasets.h5ad(h5ad).optChunkSize(chunkSize).optBufferCells(bufferCells).optThreads(threads);
-        }
-
-        /**
-         * Opens a format read at random as {@link Lazy} with this stream's threads does (a mapped {@code .npy} pages
-         * in what batches read, and every epoch reads storage); an {@code .h5ad} goes through {@link #stream(Path)}.
+         * Streams an {@code .h5ad} with this chunk size, buffer and threads; opens any other format read at random as
+         * {@link Lazy} with this stream's threads does (a mapped {@code .npy} pages in what batches read, and every
+         * epoch reads storage).
          *
          * @param path the data
-         * @return the loader settings
-         * @throws MemfitException for an {@code .h5ad}
+         * @return the loader settings: set the batch size and the seed, then build
          */
         @Override
-        public LoaderBuilder loader(Path path) {
+        public Loader.Builder loader(Path path) {
             if (Formats.detect(path) == Formats.Format.H5AD) {
-                throw new MemfitException(path + ": an .h5ad is streamed through stream(file) (Datasets.h5ad), not "
-                        + "opened by loader(file)");
+                return Datasets.h5ad(path).optChunkSize(chunkSize).optBufferCells(bufferCells).optThreads(threads);
             }
             return new Lazy(threads).loader(path);
         }
@@ -387,7 +371,8 @@ public sealed interface LoadingStrategy {
             } else {
                 total = Formats.open(path).samples();
             }
-            return then.loader(path).optSubset(Subsets.random(total, Math.toIntExact(size(total)), seed));
+            LoaderBuilder whole = then instanceof Lazy lazy ? lazy.loader(path) : ((Mapped) then).loader(path);
+            return whole.optSubset(Subsets.random(total, Math.toIntExact(size(total)), seed));
         }
     }
 
@@ -447,7 +432,7 @@ public sealed interface LoadingStrategy {
 
     private static MemfitException notAtRandom(Path path, String strategy) {
         return new MemfitException(path + ": an .h5ad is not read at random (" + strategy + "); stream it "
-                + "(LoadingStrategy.streaming().stream(file)), load it in memory (LoadingStrategy.inMemory()), or "
+                + "(LoadingStrategy.streaming().loader(file)), load it in memory (LoadingStrategy.inMemory()), or "
                 + "convert it once with ./memfit shard and open the folder");
     }
 }

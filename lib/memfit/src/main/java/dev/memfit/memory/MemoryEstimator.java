@@ -123,9 +123,14 @@ public final class MemoryEstimator {
             case LoadingStrategy.Lazy _ ->
                     parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
             case LoadingStrategy.Streaming streaming -> {
-                epochLength = streaming.chunkSize();
-                parts.add(new MemoryEstimate.Component("one chunk of " + streaming.chunkSize() + " samples",
-                        MemoryEstimate.Where.NATIVE, streaming.chunkSize() * sampleBytes));
+                // as the stream allocates it (Loader.bufferMemory): the shuffle buffer, the chunks read ahead into
+                // slots of their own, two batch buffers; the epoch order is one entry per chunk
+                epochLength = (samples + streaming.chunkSize() - 1) / streaming.chunkSize();
+                int ahead = Math.max(2, streaming.threads());
+                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "shuffle buffer (%,d samples)",
+                        streaming.bufferCells()), MemoryEstimate.Where.NATIVE, streaming.bufferCells() * sampleBytes));
+                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "chunks read ahead (%d x %,d samples)",
+                        ahead, streaming.chunkSize()), MemoryEstimate.Where.NATIVE, (long) ahead * streaming.chunkSize() * sampleBytes));
             }
             case LoadingStrategy.RandomSubset subset -> {
                 epochLength = subset.size(samples);
@@ -145,10 +150,11 @@ public final class MemoryEstimator {
                         epochLength * sampleBytes));
             }
         }
-        int buffers = Math.max(1, prefetch) + 1;
+        int buffers = loading instanceof LoadingStrategy.Streaming ? 2 : Math.max(1, prefetch) + 1;
         parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "loader batch buffers (%d x %d x %s)", buffers,
                 batchSize, human(sampleBytes)), MemoryEstimate.Where.NATIVE, (long) buffers * batchSize * sampleBytes));
-        parts.add(new MemoryEstimate.Component(shuffled ? "epoch order (8 bytes per sample)" : "epoch order (8 bytes per sample, sequential)",
+        parts.add(new MemoryEstimate.Component(loading instanceof LoadingStrategy.Streaming ? "epoch order (8 bytes per chunk)"
+                : shuffled ? "epoch order (8 bytes per sample)" : "epoch order (8 bytes per sample, sequential)",
                 MemoryEstimate.Where.HEAP, 8 * epochLength));
         if (parameters > 0) {
             long weights = parameters * bytesPerValue;

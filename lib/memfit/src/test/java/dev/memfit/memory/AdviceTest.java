@@ -116,7 +116,7 @@ class AdviceTest {
         Advice.Machine tiny = new Advice.Machine(1000, 1L << 30, -1, -1);
         LoadingStrategy.Streaming streaming = assertInstanceOf(LoadingStrategy.Streaming.class,
                 Advice.atlasStrategy(StrategyFiles.CELLS, StrategyFiles.COLUMNS, stored, 1, tiny));
-        try (var stream = streaming.stream(cells).optBatchSize(16).optShuffle(1).build()) {
+        try (var stream = streaming.loader(cells).optBatchSize(16).optShuffle(1).build()) {
             List<Long> seen = StrategyFiles.rowsOf(stream.epoch(0), index -> index);
             assertEquals(StrategyFiles.CELLS, seen.stream().distinct().count());
         }

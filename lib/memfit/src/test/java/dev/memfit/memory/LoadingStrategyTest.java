@@ -75,15 +75,17 @@ class LoadingStrategyTest {
     @Test
     void streamingStreamsAnH5adThroughItsBuffer() {
         LoadingStrategy.Streaming streaming = LoadingStrategy.streaming(16, 32, 2);
-        try (var stream = streaming.stream(cells).optBatchSize(10).optShuffle(3).build()) {
+        try (Loader stream = streaming.loader(cells).optBatchSize(10).optShuffle(3).build()) {
+            assertTrue(stream.describe().startsWith("stream of "), stream.describe());
+            MemoryEstimate estimate = MemoryEstimator.builder().setData(StrategyFiles.CELLS, StrategyFiles.COLUMNS * 4L, streaming)
+                    .optBatchSize(10).build().estimate();
+            assertEquals(stream.bufferMemory(), estimate.total(MemoryEstimate.Where.NATIVE),
+                    "the estimate counts what the stream allocates: " + estimate);
             List<Long> first = StrategyFiles.rowsOf(stream.epoch(0), index -> index);
             assertEquals(StrategyFiles.CELLS, first.size());
             assertEquals(StrategyFiles.CELLS, first.stream().distinct().count());
             assertNotEquals(first.subList(0, 20), java.util.stream.LongStream.range(0, 20).boxed().toList(), "shuffled");
         }
-        MemfitException loader = assertThrows(MemfitException.class, () -> streaming.loader(cells));
-        assertTrue(loader.getMessage().contains("stream(file)"), loader.getMessage());
-        assertThrows(MemfitException.class, () -> streaming.stream(rows), "only an .h5ad streams");
         // other formats are read on demand, every epoch from storage
         try (Loader mapped = streaming.loader(rows).optBatchSize(256).build()) {
             StrategyFiles.assertEveryRowOnce(mapped.epoch(0), StrategyFiles.ROWS);
@@ -125,7 +127,7 @@ class LoadingStrategyTest {
         for (LoadingStrategy strategy : List.of(LoadingStrategy.mapped(), LoadingStrategy.lazy(4),
                 LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()))) {
             MemfitException e = assertThrows(MemfitException.class, () -> strategy.loader(cells));
-            assertTrue(e.getMessage().contains("streaming().stream(file)"), e.getMessage());
+            assertTrue(e.getMessage().contains("streaming().loader(file)"), e.getMessage());
         }
     }
 
@@ -139,7 +141,9 @@ class LoadingStrategyTest {
         assertEquals(2 * 8 * 250, subset.total(MemoryEstimate.Where.HEAP), "subset indices and epoch order");
         MemoryEstimate streamed = MemoryEstimator.builder().setData(100_000, rowBytes, LoadingStrategy.streaming(500, 2000, 1))
                 .optBatchSize(10).build().estimate();
-        assertEquals(500 * rowBytes + 3 * 10 * rowBytes, streamed.total(MemoryEstimate.Where.NATIVE));
+        // the shuffle buffer, two chunks read ahead, two batch buffers; one epoch-order entry per chunk
+        assertEquals(2000 * rowBytes + 2 * 500 * rowBytes + 2 * 10 * rowBytes, streamed.total(MemoryEstimate.Where.NATIVE));
+        assertEquals(8 * 200, streamed.total(MemoryEstimate.Where.HEAP));
         MemoryEstimate ranks = MemoryEstimator.builder().setData(1000, rowBytes, LoadingStrategy.shards(4))
                 .optBatchSize(10).build().estimate();
         assertEquals(250 * rowBytes, ranks.total(MemoryEstimate.Where.PAGE_CACHE), "each rank reads its own shards");
