@@ -89,7 +89,7 @@ public final class H5adBenchmark {
     public static List<Row> run(Settings settings) {
         Path file = settings.file();
         if (!Files.exists(file)) {
-            SyntheticAtlas.write(file, SyntheticAtlas.Spec.imbalanced(settings.cells(), settings.genes(), settings.seed()));
+            SyntheticAtlas.builder().setCells(settings.cells()).setGenes(settings.genes()).optSeed(settings.seed()).write(file);
         }
         long cells;
         long genes;
@@ -123,7 +123,8 @@ public final class H5adBenchmark {
         Path work = file.toAbsolutePath().getParent().resolve(file.getFileName() + ".bench");
         Path half = work.resolve("half.h5ad");
         if (!Files.exists(half)) {
-            SyntheticAtlas.write(half, SyntheticAtlas.Spec.imbalanced(Math.max(1, cells / 2), (int) genes, settings.seed()));
+            SyntheticAtlas.builder().setCells(Math.max(1, cells / 2)).setGenes((int) genes).optSeed(settings.seed())
+                    .write(half);
         }
         for (Path input : List.of(half, file)) {
             Path shards = work.resolve(input == file ? "shards" : "shards-half");
@@ -297,7 +298,8 @@ public final class H5adBenchmark {
         ShardWriter.Result result;
         MemoryTimeline timeline;
         try (MemoryProbe probe = MemoryProbe.start("conversion", java.time.Duration.ofMillis(20))) {
-            result = ShardWriter.write(Path.of(args[1]), Path.of(args[2]), Long.parseLong(args[3]), null);
+            result = ShardWriter.builder().setInput(Path.of(args[1])).optShardSize(Long.parseLong(args[3]))
+                    .write(Path.of(args[2]));
             timeline = probe.stop();
         }
         double seconds = (System.nanoTime() - start) / 1e9;

@@ -1,6 +1,7 @@
 package dev.memfit.bench;
 
 import dev.memfit.source.LazySource;
+import dev.memfit.source.Particles;
 import dev.memfit.io.storage.PageCache;
 import dev.memfit.io.storage.RecordIndex;
 import dev.memfit.io.storage.Storage;
@@ -84,7 +85,8 @@ public final class LazyBenchmark {
      */
     public static Throughput randomBatches(RecordIndex records, Supplier<Storage> storage, int threads, int batchSize,
                                            int batches, long seed, int passes) {
-        try (LazySource source = new LazySource(records, storage.get(), true, threads); Arena arena = Arena.ofShared()) {
+        try (LazySource source = Particles.builder().setRecords(records).optStorage(storage.get()).optThreads(threads).lazy();
+             Arena arena = Arena.ofShared()) {
             MemorySegment buffer = arena.allocate(batchSize * source.sampleBytes(), 64);
             Throughput last = null;
             for (int pass = 0; pass < passes; pass++) {

@@ -64,8 +64,8 @@ public final class TopicBenchmark {
         Files.createDirectories(settings.directory());
         Path file = settings.directory().resolve("topics-" + settings.documents() + "x" + settings.terms() + ".npy");
         if (!Files.exists(file)) {
-            try (SyntheticTopics.Corpus corpus = SyntheticTopics.generate(settings.documents(), settings.terms(),
-                    settings.topics(), 1000, 42)) {
+            try (SyntheticTopics.Corpus corpus = SyntheticTopics.builder().setDocuments(settings.documents())
+                    .setTerms(settings.terms()).setTopics(settings.topics()).setDocumentLength(1000).optSeed(42).generate()) {
                 Npy.write(file, NpyHeader.of(dev.memfit.DType.FLOAT32, settings.documents(), settings.terms()),
                         corpus.counts().data());
             }

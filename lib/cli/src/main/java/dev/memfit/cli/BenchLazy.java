@@ -47,7 +47,8 @@ final class BenchLazy implements Callable<Integer> {
         Path work = Path.of("build", "bench", "particles-" + particles + "x" + size);
         Path star = work.resolve("particles.star");
         if (!Files.exists(star)) {
-            SyntheticParticles.write(work, particles, size, 1000, 0.5, 30, 42);
+            SyntheticParticles.builder().setParticles(particles).setSize(size).optPerStack(1000).optNoise(0.5).optMaxAngle(30)
+                    .optSeed(42).write(work);
         }
         ParticleStack stack = ParticleStack.open(star);
         System.out.printf("%,d particles of %dx%d float32 (%.0f MB) in %d stacks%n%n", stack.size(), size, size,
@@ -85,7 +86,7 @@ final class BenchLazy implements Callable<Integer> {
         System.out.println("Peak heap and native memory, eager load vs one lazy epoch:");
         MemoryTimeline eager;
         try (MemoryProbe probe = MemoryProbe.start("eager", Duration.ofMillis(10));
-             ArraySource images = Particles.eager(stack, Storage.local(), 4)) {
+             ArraySource images = Particles.builder().setRecords(stack).optThreads(4).eager()) {
             eager = probe.stop();
         }
         MemoryTimeline lazy;
@@ -112,7 +113,7 @@ final class BenchLazy implements Callable<Integer> {
             for (int i = 0; i < first.length; i++) {
                 first[i] = i;
             }
-            try (ArraySource images = Particles.eager(stack, Storage.local(), 4)) {
+            try (ArraySource images = Particles.builder().setRecords(stack).optThreads(4).eager()) {
                 files = SampleFiles.write(new dev.memfit.source.SubsetSource(images, first, false), filesDir);
             }
         }

@@ -40,7 +40,8 @@ final class GenerateCommand implements Runnable {
 
         @Override
         public Integer call() {
-            try (SyntheticTopics.Corpus corpus = SyntheticTopics.generate(documents, terms, topics, length, seed)) {
+            try (SyntheticTopics.Corpus corpus = SyntheticTopics.builder().setDocuments(documents).setTerms(terms)
+                    .setTopics(topics).setDocumentLength(length).optSeed(seed).generate()) {
                 Npy.write(output, NpyHeader.of(DType.FLOAT32, documents, terms), corpus.counts().data());
                 if (truth != null) {
                     Npy.write(truth, corpus.trueF());
@@ -71,7 +72,8 @@ final class GenerateCommand implements Runnable {
 
         @Override
         public Integer call() {
-            var written = dev.memfit.synthetic.SyntheticParticles.write(output, particles, size, perStack, noise, maxAngle, seed);
+            var written = dev.memfit.synthetic.SyntheticParticles.builder().setParticles(particles).setSize(size)
+                    .optPerStack(perStack).optNoise(noise).optMaxAngle(maxAngle).optSeed(seed).write(output);
             System.out.println("wrote " + written.stacks().size() + " stack(s) and " + written.star());
             return 0;
         }
@@ -104,9 +106,13 @@ final class GenerateCommand implements Runnable {
 
         @Override
         public Integer call() {
-            var spec = new dev.memfit.synthetic.SyntheticAtlas.Spec(cells, genes, types, proportions,
-                    programGenes != null ? programGenes : Math.max(1, genes / 20), foldChange, meanExpression, dispersion, seed);
-            var atlas = dev.memfit.synthetic.SyntheticAtlas.write(output, spec);
+            var builder = dev.memfit.synthetic.SyntheticAtlas.builder().setCells(cells).setGenes(genes)
+                    .optTypes(types, proportions).optFoldChange(foldChange).optMeanExpression(meanExpression)
+                    .optDispersion(dispersion).optSeed(seed);
+            if (programGenes != null) {
+                builder.optProgramGenes(programGenes);
+            }
+            var atlas = builder.write(output);
             System.out.printf("wrote %s: %d cells x %d genes, %.1f%% non-zero, cells per type %s%n", output, cells, genes,
                     100 * atlas.density(genes), java.util.Arrays.toString(atlas.typeCounts()));
             return 0;

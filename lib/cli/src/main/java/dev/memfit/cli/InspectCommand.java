@@ -11,8 +11,8 @@ import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.storage.RecordIndex;
-import dev.memfit.io.storage.Storage;
 import dev.memfit.source.LazySource;
+import dev.memfit.source.Particles;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -91,7 +91,8 @@ final class InspectCommand implements Callable<Integer> {
     /** Records (images, packed or single-file samples): read in chunks of about 32 MB as float32, summed in float64. */
     private static double sum(RecordIndex records) {
         double sum = 0;
-        try (LazySource source = new LazySource(records, Storage.local(), true, 1); Arena arena = Arena.ofConfined()) {
+        try (LazySource source = Particles.builder().setRecords(records).optThreads(1).lazy();
+             Arena arena = Arena.ofConfined()) {
             int chunk = (int) Math.max(1, (32L << 20) / source.sampleBytes());
             MemorySegment buffer = arena.allocate(chunk * source.sampleBytes());
             for (long first = 0; first < records.size(); first += chunk) {

@@ -24,7 +24,8 @@ final class PreprocessCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Preprocess.Result result = Preprocess.run(input, output, highlyVariable, targetSum);
+        Preprocess.Result result = Preprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
+                .optTargetSum(targetSum).run(output);
         System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p%n",
                 result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
         return 0;

@@ -41,7 +41,8 @@ final class ShardCommand implements Callable<Integer> {
                 genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
             }
         }
-        ShardWriter.Result result = ShardWriter.write(input, output, shardSize, genes);
+        ShardWriter.Result result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
+                .write(output);
         System.out.printf("%d shards (%d written now) of %,d cells x %,d genes in %s%n", result.shards(), result.written(),
                 result.cells(), result.genes(), output);
         return 0;

@@ -54,7 +54,8 @@ class SelectRandomAndInspectParticlesTest {
 
     @Test
     void loaderTrainsOnTheSubsetOnly(@TempDir Path dir) {
-        SyntheticParticles.Written written = SyntheticParticles.write(dir, 50, 8, 50, 0, 180, 1);
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(50).setSize(8).optPerStack(50)
+                .optNoise(0).optMaxAngle(180).optSeed(1).write(dir);
         Path file = Subsets.write(dir.resolve("keep.npy"), new long[]{3, 7, 11, 40, 49});
         try (Loader subset = Datasets.particles(written.star()).lazy(2).optSubset(file).optBatchSize(5).build();
              Loader full = Datasets.particles(written.star()).eager().optBatchSize(50).build()) {
@@ -77,7 +78,8 @@ class SelectRandomAndInspectParticlesTest {
 
     @Test
     void inspectStackAndStarAgreeWithMrcfile(@TempDir Path dir) throws Exception {
-        SyntheticParticles.Written written = SyntheticParticles.write(dir, 30, 12, 20, 0.2, 180, 5);
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(30).setSize(12)
+                .optPerStack(20).optNoise(0.2).optMaxAngle(180).optSeed(5).write(dir);
         String sums = PythonPeer.run("""
                 import sys, mrcfile, numpy as np
                 total = 0.0

@@ -41,4 +41,10 @@ public final class ParticleDataset extends RecordDataset {
         super.optStorage(supplier);
         return this;
     }
+
+    @Override
+    public ParticleDataset optProgress(dev.memfit.ProgressListener listener) {
+        super.optProgress(listener);
+        return this;
+    }
 }

@@ -1,5 +1,6 @@
 package dev.memfit.data;
 
+import dev.memfit.ProgressListener;
 import dev.memfit.source.Particles;
 import dev.memfit.io.storage.RecordIndex;
 import dev.memfit.io.storage.Storage;
@@ -21,6 +22,7 @@ public class RecordDataset {
 
     private final Supplier<RecordIndex> index;
     private Supplier<Storage> storage;
+    private ProgressListener progress = ProgressListener.console();
 
     RecordDataset(Supplier<RecordIndex> index) {
         this.index = index;
@@ -51,15 +53,27 @@ public class RecordDataset {
     }
 
     /**
+     * Sets where the progress of an {@link #eager()} load goes (default {@link ProgressListener#console()}).
+     *
+     * @param listener the listener, such as {@link ProgressListener#silent()}
+     * @return this step
+     */
+    public RecordDataset optProgress(ProgressListener listener) {
+        this.progress = java.util.Objects.requireNonNull(listener, "listener; pass ProgressListener.silent() to report nothing");
+        return this;
+    }
+
+    /**
      * Loads every record into native memory when the loader is built (four reader threads, with a progress bar).
      *
      * @return the loader settings
      */
     public LoaderBuilder eager() {
+        ProgressListener listener = progress;
         return new LoaderBuilder(() -> {
             RecordIndex records = indexSupplier().get();
             try (Storage opened = storageFor(records)) {
-                return Particles.eager(records, opened, 4);
+                return Particles.builder().setRecords(records).optStorage(opened).optThreads(4).optProgress(listener).eager();
             }
         }, true);
     }
@@ -73,7 +87,7 @@ public class RecordDataset {
     public LoaderBuilder lazy(int threads) {
         return new LoaderBuilder(() -> {
             RecordIndex records = indexSupplier().get();
-            return Particles.lazy(records, storageFor(records), threads);
+            return Particles.builder().setRecords(records).optStorage(storageFor(records)).optThreads(threads).lazy();
         }, true);
     }
 }

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 import dev.memfit.io.storage.AtomicMove;
@@ -79,7 +79,7 @@ public final class FeatureCache {
     }
 
     /**
-     * The outcome of {@link #getOrBuild}.
+     * The outcome of {@link Builder#getOrBuild()}.
      *
      * @param features the {@code .npy} of features, valid
      * @param status hit, built or rebuilt
@@ -90,41 +90,155 @@ public final class FeatureCache {
     }
 
     /**
-     * Returns valid cached features, building or rebuilding them when needed.
+     * Starts configuring a cache: {@code setDirectory}, {@code setName}, {@code setParameters}, {@code setItems}
+     * and {@code setExtractor} are required; progress goes to the console by default.
      *
-     * @param directory where the cache lives
-     * @param name the cache's name (file stem)
-     * @param parameters everything the features depend on (model, weights version, preprocessing...): any change
-     *                   invalidates the cache
-     * @param items a loader over the items, in any order (rows are written by item index)
-     * @param extractor computes features batch by batch
-     * @return where the features are and how they were obtained
+     * <pre>{@code
+     * FeatureCache.Result result = FeatureCache.builder().setDirectory(work).setName("embeddings")
+     *         .setParameters(embedder.parameters()).setItems(loader).setExtractor(embedder).getOrBuild();
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static Result getOrBuild(Path directory, String name, Map<String, ?> parameters, Loader items, Extractor extractor) {
-        long start = System.nanoTime();
-        Path data = directory.resolve(name + ".npy");
-        Path manifest = directory.resolve(name + ".manifest.json");
-        String problem = check(data, manifest, parameters, items.samples(), extractor.featureShape());
-        if (problem == null) {
-            return new Result(data, Status.HIT, "", (System.nanoTime() - start) / 1e9);
-        }
-        boolean existed = Files.exists(manifest) || Files.exists(data);
-        build(directory, name, data, manifest, parameters, items, extractor);
-        return new Result(data, existed ? Status.REBUILT : Status.BUILT, problem, (System.nanoTime() - start) / 1e9);
+    public static Builder builder() {
+        return new Builder();
     }
 
-    /**
-     * Checks a cache without building it.
-     *
-     * @param directory where the cache lives
-     * @param name its name
-     * @param parameters the parameters the features should have been computed with
-     * @param items the number of items expected
-     * @param featureShape the shape of one item's features
-     * @return null when valid, else why not
-     */
-    public static String validate(Path directory, String name, Map<String, ?> parameters, long items, long[] featureShape) {
-        return check(directory.resolve(name + ".npy"), directory.resolve(name + ".manifest.json"), parameters, items, featureShape);
+    /** Configures one cache; {@link #getOrBuild()} and {@link #validate()} check the settings first. */
+    public static final class Builder {
+
+        private Path directory;
+        private String name;
+        private Map<String, ?> parameters;
+        private Loader items;
+        private Extractor extractor;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
+        }
+
+        /**
+         * Sets where the cache lives (required; created if needed).
+         *
+         * @param folder the folder
+         * @return this builder
+         */
+        public Builder setDirectory(Path folder) {
+            this.directory = folder;
+            return this;
+        }
+
+        /**
+         * Sets the cache's name, the stem of {@code NAME.npy} and {@code NAME.manifest.json} (required).
+         *
+         * @param stem a file name without a folder
+         * @return this builder
+         */
+        public Builder setName(String stem) {
+            this.name = stem;
+            return this;
+        }
+
+        /**
+         * Sets everything the features depend on (required): model, weights version, preprocessing... Any change
+         * invalidates the cache. Values must be JSON-serializable.
+         *
+         * @param values the parameters, possibly empty
+         * @return this builder
+         */
+        public Builder setParameters(Map<String, ?> values) {
+            this.parameters = values;
+            return this;
+        }
+
+        /**
+         * Sets a loader over the items (required), in any order: rows are written by item index.
+         *
+         * @param loader the loader; not closed
+         * @return this builder
+         */
+        public Builder setItems(Loader loader) {
+            this.items = loader;
+            return this;
+        }
+
+        /**
+         * Sets what computes the features, batch by batch (required).
+         *
+         * @param features the extractor
+         * @return this builder
+         */
+        public Builder setExtractor(Extractor features) {
+            this.extractor = features;
+            return this;
+        }
+
+        /**
+         * Sets where the progress of a build goes (default {@link ProgressListener#console()}), in batches.
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Returns valid cached features, building or rebuilding them when needed.
+         *
+         * @return where the features are and how they were obtained
+         * @throws MemfitException naming the setting to change
+         */
+        public Result getOrBuild() {
+            check();
+            long start = System.nanoTime();
+            Path data = directory.resolve(name + ".npy");
+            Path manifest = directory.resolve(name + ".manifest.json");
+            String problem = FeatureCache.check(data, manifest, parameters, items.samples(), extractor.featureShape());
+            if (problem == null) {
+                return new Result(data, Status.HIT, "", (System.nanoTime() - start) / 1e9);
+            }
+            boolean existed = Files.exists(manifest) || Files.exists(data);
+            build(directory, name, data, manifest, parameters, items, extractor, progress);
+            return new Result(data, existed ? Status.REBUILT : Status.BUILT, problem, (System.nanoTime() - start) / 1e9);
+        }
+
+        /**
+         * Checks the cache without building it: whether {@link #getOrBuild()} would find it valid for these items
+         * and this extractor's feature shape.
+         *
+         * @return null when valid, else why not
+         * @throws MemfitException naming the setting to change
+         */
+        public String validate() {
+            check();
+            return FeatureCache.check(directory.resolve(name + ".npy"), directory.resolve(name + ".manifest.json"),
+                    parameters, items.samples(), extractor.featureShape());
+        }
+
+        private void check() {
+            if (directory == null) {
+                throw new MemfitException("setDirectory(folder) is required: where the cache lives");
+            }
+            if (name == null || name.isBlank() || name.contains("/") || name.contains(java.io.File.separator)) {
+                throw new MemfitException("setName(stem) is required: a file name without a folder, such as "
+                        + "\"embeddings\", got " + (name == null ? "none" : "\"" + name + "\""));
+            }
+            if (parameters == null) {
+                throw new MemfitException("setParameters(map) is required: everything the features depend on "
+                        + "(Map.of() when nothing does)");
+            }
+            if (items == null) {
+                throw new MemfitException("setItems(loader) is required: a loader over the items to compute features of");
+            }
+            if (extractor == null) {
+                throw new MemfitException("setExtractor(extractor) is required: what computes the features");
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+        }
     }
 
     private static String check(Path data, Path manifest, Map<String, ?> parameters, long items, long[] featureShape) {
@@ -165,7 +279,7 @@ public final class FeatureCache {
     }
 
     private static void build(Path directory, String name, Path data, Path manifest, Map<String, ?> parameters,
-                              Loader items, Extractor extractor) {
+                              Loader items, Extractor extractor, ProgressListener listener) {
         try {
             Files.createDirectories(directory);
             // Invalidate first: from here until the new manifest is in place, the cache reads as invalid.
@@ -182,7 +296,7 @@ public final class FeatureCache {
         long started = System.nanoTime();
         try (NpyWriter writer = Npy.create(data, NpyHeader.of(DType.FLOAT32, shape));
              java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
-             Progress progress = Progress.bar("Features " + name, items.batchesPerEpoch(), "batches")) {
+             ProgressListener.Task progress = listener.start("Features " + name, items.batchesPerEpoch(), "batches")) {
             MemorySegment rows = arena.allocate(items.batchSize() * rowBytes, 64);
             for (Batch batch : items.epoch(0)) {
                 MemorySegment out = rows.asSlice(0, batch.size() * rowBytes);

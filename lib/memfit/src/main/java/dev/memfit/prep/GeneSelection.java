@@ -27,20 +27,54 @@ public final class GeneSelection {
     }
 
     /**
-     * What was selected for a batch.
+     * What was selected for a batch, and how to copy it out.
      *
      * @param genes the selected columns, increasing
-     * @param tokensBefore cells x all genes
-     * @param tokensAfter cells x selected genes
+     * @param cells the rows of the batch
+     * @param columns all genes of the batch, selected or not
      */
-    public record Selection(int[] genes, long tokensBefore, long tokensAfter) {
+    public record Selection(int[] genes, int cells, int columns) {
+
+        /**
+         * The tokens of the whole batch.
+         *
+         * @return cells x all genes
+         */
+        public long tokensBefore() {
+            return (long) cells * columns;
+        }
+
+        /**
+         * The tokens kept.
+         *
+         * @return cells x selected genes
+         */
+        public long tokensAfter() {
+            return (long) cells * genes.length;
+        }
+
         /**
          * The share of tokens kept.
          *
          * @return after / before
          */
         public double keptShare() {
-            return tokensBefore == 0 ? 1 : tokensAfter / (double) tokensBefore;
+            return tokensBefore() == 0 ? 1 : tokensAfter() / (double) tokensBefore();
+        }
+
+        /**
+         * Copies the selected columns of the batch this selection was made for.
+         *
+         * @param batch {@code cells x columns} float32
+         * @param into {@code cells x genes().length} float32
+         */
+        public void gather(MemorySegment batch, MemorySegment into) {
+            for (int c = 0; c < cells; c++) {
+                for (int i = 0; i < genes.length; i++) {
+                    into.setAtIndex(ValueLayout.JAVA_FLOAT, (long) c * genes.length + i,
+                            batch.getAtIndex(ValueLayout.JAVA_FLOAT, (long) c * columns + genes[i]));
+                }
+            }
         }
     }
 
@@ -74,9 +108,8 @@ public final class GeneSelection {
      * @return the selection
      */
     public Selection select(MemorySegment batch, int cells, int genes, long batchNumber) {
-        long before = (long) cells * genes;
         if (mode == Mode.ALL) {
-            return new Selection(IntStream.range(0, genes).toArray(), before, before);
+            return new Selection(IntStream.range(0, genes).toArray(), cells, genes);
         }
         double[] totals = new double[genes];
         for (int c = 0; c < cells; c++) {
@@ -100,25 +133,6 @@ public final class GeneSelection {
             chosen = Arrays.copyOf(expressed, Math.min(k, expressed.length));
         }
         Arrays.sort(chosen);
-        return new Selection(chosen, before, (long) cells * chosen.length);
-    }
-
-    /**
-     * Copies the selected columns of a batch.
-     *
-     * @param batch {@code cells x genes} float32
-     * @param cells cells
-     * @param genes genes
-     * @param selection the selection
-     * @param into {@code cells x selected} float32
-     */
-    public static void gather(MemorySegment batch, int cells, int genes, Selection selection, MemorySegment into) {
-        int[] chosen = selection.genes();
-        for (int c = 0; c < cells; c++) {
-            for (int i = 0; i < chosen.length; i++) {
-                into.setAtIndex(ValueLayout.JAVA_FLOAT, (long) c * chosen.length + i,
-                        batch.getAtIndex(ValueLayout.JAVA_FLOAT, (long) c * genes + chosen[i]));
-            }
-        }
+        return new Selection(chosen, cells, genes);
     }
 }

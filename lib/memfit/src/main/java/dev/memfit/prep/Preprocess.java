@@ -1,7 +1,7 @@
 package dev.memfit.prep;
 
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.H5adWriter;
 
@@ -54,32 +54,133 @@ public final class Preprocess {
     }
 
     /**
-     * Preprocesses a file.
+     * Starts configuring a preprocessing run: {@code setInput} is required; defaults are 4,000 highly variable
+     * genes, 10,000 counts per cell and a console progress bar (one per pass).
      *
-     * @param input raw counts
-     * @param output the processed file (replaced only once complete)
-     * @param highlyVariable genes to keep, at least 1 (all genes when larger than n_vars)
-     * @param targetSum counts per cell after normalization (10,000 is the usual choice)
-     * @return what was written
+     * <pre>{@code
+     * Preprocess.Result result = Preprocess.builder().setInput(raw).optHighlyVariable(2_000).run(processed);
+     * Preprocess.GeneStatistics statistics = Preprocess.builder().setInput(raw).statistics();   // pass one only
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static Result run(Path input, Path output, int highlyVariable, double targetSum) {
-        if (highlyVariable < 1) {
-            throw new MemfitException("--hvg must be at least 1, got " + highlyVariable);
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures a run; {@link #run(Path)} and {@link #statistics()} validate the settings first. */
+    public static final class Builder {
+
+        private Path input;
+        private int highlyVariable = 4_000;
+        private double targetSum = 1e4;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
         }
-        if (!(targetSum > 0)) {
-            throw new MemfitException("the target sum must be positive, got " + targetSum);
+
+        /**
+         * Sets the raw counts (required).
+         *
+         * @param file an {@code .h5ad}
+         * @return this builder
+         */
+        public Builder setInput(Path file) {
+            this.input = file;
+            return this;
         }
-        if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
-            throw new MemfitException("the output " + output + " would replace the input; choose another name");
+
+        /**
+         * Sets the number of highly variable genes to keep (default 4,000; all genes when larger than n_vars).
+         *
+         * @param genes at least 1
+         * @return this builder
+         */
+        public Builder optHighlyVariable(int genes) {
+            this.highlyVariable = genes;
+            return this;
         }
+
+        /**
+         * Sets the counts per cell after normalization (default 10,000, the usual choice).
+         *
+         * @param counts positive
+         * @return this builder
+         */
+        public Builder optTargetSum(double counts) {
+            this.targetSum = counts;
+            return this;
+        }
+
+        /**
+         * Sets where progress goes (default {@link ProgressListener#console()}): one task per pass, in cells.
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Validates the settings and preprocesses the input in two passes.
+         *
+         * @param output the processed file (replaced only once complete)
+         * @return what was written
+         * @throws MemfitException naming the setting to change
+         */
+        public Result run(Path output) {
+            check();
+            if (output == null) {
+                throw new MemfitException("run(output) needs the processed .h5ad to write");
+            }
+            if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
+                throw new MemfitException("the output " + output + " would replace the input; choose another name");
+            }
+            return Preprocess.run(input, output, highlyVariable, targetSum, progress);
+        }
+
+        /**
+         * Validates the settings and runs pass one only: per-gene statistics of the normalized counts and the
+         * highly variable genes, without writing anything.
+         *
+         * @return the statistics
+         * @throws MemfitException naming the setting to change
+         */
+        public GeneStatistics statistics() {
+            check();
+            try (H5ad h5ad = H5ad.open(input)) {
+                return Preprocess.statistics(h5ad, highlyVariable, targetSum,
+                        new double[Math.toIntExact(h5ad.observations())], progress);
+            }
+        }
+
+        private void check() {
+            if (input == null) {
+                throw new MemfitException("setInput(file) is required: the raw-count .h5ad");
+            }
+            if (highlyVariable < 1) {
+                throw new MemfitException("optHighlyVariable(n) needs n >= 1 (--hvg on the command line), got " + highlyVariable);
+            }
+            if (!(targetSum > 0)) {
+                throw new MemfitException("optTargetSum(counts) needs a positive sum (--target-sum on the command line), got " + targetSum);
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+        }
+    }
+
+    private static Result run(Path input, Path output, int highlyVariable, double targetSum, ProgressListener listener) {
         try (H5ad h5ad = H5ad.open(input)) {
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
-            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals);
+            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals, listener);
             int[] keep = statistics.selected();
             String[] keptNames = Arrays.stream(keep).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
             int genes = Math.toIntExact(h5ad.variables());
             try (H5adWriter writer = H5adWriter.create(output, keptNames);
-                 Progress progress = Progress.bar("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
+                 ProgressListener.Task progress = listener.start("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
                 h5ad.forEachChunk((first, count, rows) -> {
                     int[] starts = new int[count + 1];
                     int[] columns = new int[count * keep.length];
@@ -123,25 +224,14 @@ public final class Preprocess {
         }
     }
 
-    /**
-     * Pass one: per-gene statistics of the normalized counts and the highly variable genes.
-     *
-     * @param h5ad raw counts
-     * @param highlyVariable genes to select
-     * @param targetSum counts per cell after normalization
-     * @return the statistics
-     */
-    public static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum) {
-        return statistics(h5ad, highlyVariable, targetSum, new double[Math.toIntExact(h5ad.observations())]);
-    }
-
     /** Pass one, also keeping each cell's total count for pass two. */
-    private static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum, double[] cellTotals) {
+    private static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum, double[] cellTotals,
+                                             ProgressListener listener) {
         int genes = Math.toIntExact(h5ad.variables());
         long cells = h5ad.observations();
         double[] sum = new double[genes];
         double[] sumOfSquares = new double[genes];
-        try (Progress progress = Progress.bar("pass 1/2: gene statistics", cells, "cells")) {
+        try (ProgressListener.Task progress = listener.start("pass 1/2: gene statistics", cells, "cells")) {
             h5ad.forEachChunk((first, count, rows) -> {
                 for (int r = 0; r < count; r++) {
                     long base = (long) r * genes;

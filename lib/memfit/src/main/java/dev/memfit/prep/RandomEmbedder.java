@@ -10,6 +10,7 @@ import ai.djl.nn.Activation;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.ParameterStore;
+import dev.memfit.MemfitException;
 import dev.memfit.data.Batch;
 
 import java.lang.foreign.MemorySegment;
@@ -35,21 +36,12 @@ public final class RandomEmbedder implements FeatureCache.Extractor, AutoCloseab
     private final SequentialBlock network;
     private final ParameterStore store;
 
-    /**
-     * Creates the network.
-     *
-     * @param inputSize values per item (a sample is flattened)
-     * @param hidden width of the hidden layers (cost grows with its square)
-     * @param depth number of hidden layers
-     * @param dimension features per item
-     * @param seed the seed of the weights
-     */
-    public RandomEmbedder(long inputSize, int hidden, int depth, int dimension, long seed) {
-        this.inputSize = inputSize;
-        this.hidden = hidden;
-        this.depth = depth;
-        this.dimension = dimension;
-        this.seed = seed;
+    private RandomEmbedder(Builder settings) {
+        this.inputSize = settings.inputSize;
+        this.hidden = settings.hidden;
+        this.depth = settings.depth;
+        this.dimension = settings.dimension;
+        this.seed = settings.seed;
         Engine engine = Engine.getEngine("PyTorch");
         engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
         this.manager = engine.newBaseManager();
@@ -60,6 +52,109 @@ public final class RandomEmbedder implements FeatureCache.Extractor, AutoCloseab
         network.add(Linear.builder().setUnits(dimension).build()).add(Activation::tanh);
         network.initialize(manager, DataType.FLOAT32, new Shape(1, inputSize));
         this.store = new ParameterStore(manager, false);
+    }
+
+    /**
+     * Starts configuring an embedder: {@code setInputSize} and {@code setDimension} are required; defaults are 2
+     * hidden layers of 256 units and seed 1.
+     *
+     * <pre>{@code
+     * try (RandomEmbedder embedder = RandomEmbedder.builder().setInputSize(512).setDimension(128)
+     *         .optHidden(1_024).optDepth(3).optSeed(42).build()) { ... }
+     * }</pre>
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures a {@link RandomEmbedder}; {@link #build()} validates the settings and creates the network. */
+    public static final class Builder {
+
+        private long inputSize;
+        private int hidden = 256;
+        private int depth = 2;
+        private int dimension;
+        private long seed = 1;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the number of values per item, a sample flattened (required).
+         *
+         * @param values at least 1
+         * @return this builder
+         */
+        public Builder setInputSize(long values) {
+            this.inputSize = values;
+            return this;
+        }
+
+        /**
+         * Sets the number of features per item (required).
+         *
+         * @param features at least 1
+         * @return this builder
+         */
+        public Builder setDimension(int features) {
+            this.dimension = features;
+            return this;
+        }
+
+        /**
+         * Sets the width of the hidden layers (default 256; the cost per item grows with its square).
+         *
+         * @param units at least 1
+         * @return this builder
+         */
+        public Builder optHidden(int units) {
+            this.hidden = units;
+            return this;
+        }
+
+        /**
+         * Sets the number of hidden layers (default 2).
+         *
+         * @param layers at least 0
+         * @return this builder
+         */
+        public Builder optDepth(int layers) {
+            this.depth = layers;
+            return this;
+        }
+
+        /**
+         * Sets the seed of the weights (default 1): the same settings give the same features.
+         *
+         * @param value the seed
+         * @return this builder
+         */
+        public Builder optSeed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /**
+         * Validates the settings and creates the network on DJL PyTorch.
+         *
+         * @return the embedder, to be closed
+         * @throws MemfitException naming the setting to change
+         */
+        public RandomEmbedder build() {
+            if (inputSize < 1) {
+                throw new MemfitException("setInputSize(values) is required, with at least 1 value per item, got " + inputSize);
+            }
+            if (dimension < 1) {
+                throw new MemfitException("setDimension(features) is required, with at least 1 feature, got " + dimension);
+            }
+            if (hidden < 1 || depth < 0) {
+                throw new MemfitException("optHidden needs at least 1 unit and optDepth at least 0 layers, got "
+                        + hidden + " and " + depth);
+            }
+            return new RandomEmbedder(this);
+        }
     }
 
     /**

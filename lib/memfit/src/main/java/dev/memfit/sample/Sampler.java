@@ -5,6 +5,12 @@ package dev.memfit.sample;
  *
  * <p>The order depends only on the sampler's settings and the epoch number, never on the source, so the same seed
  * gives the same batches whether the data is in memory, mapped or streamed.
+ *
+ * <p>Two ways to read an epoch, always the same indices: {@link #indices(long)} returns them as one array (8 bytes
+ * per sample on the heap, at most 2^31 samples), and {@link #order(long)} returns a {@link SampleOrder} read
+ * position by position, which samplers that can compute their order on demand (sequential, shuffled, distributed
+ * shards) serve in constant memory for epochs of any {@code long} length. A loader should read through
+ * {@link #order(long)}.
  */
 public interface Sampler {
 
@@ -20,6 +26,19 @@ public interface Sampler {
      *
      * @param epoch the epoch number, from 0
      * @return the indices
+     * @throws dev.memfit.MemfitException when the epoch is too long for one array: use {@link #order(long)}
      */
     long[] indices(long epoch);
+
+    /**
+     * The visiting order of one epoch, read position by position; the same indices as {@link #indices(long)}.
+     *
+     * <p>The default wraps {@link #indices(long)}; samplers that compute positions on demand override it.
+     *
+     * @param epoch the epoch number, from 0
+     * @return the order, of {@link #epochLength()} positions
+     */
+    default SampleOrder order(long epoch) {
+        return SampleOrder.of(indices(epoch));
+    }
 }

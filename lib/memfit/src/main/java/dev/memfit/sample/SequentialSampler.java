@@ -1,5 +1,7 @@
 package dev.memfit.sample;
 
+import dev.memfit.MemfitException;
+
 /**
  * Visits every sample once per epoch in index order.
  */
@@ -10,11 +12,11 @@ public final class SequentialSampler implements Sampler {
     /**
      * Creates the sampler.
      *
-     * @param size the number of samples
+     * @param size the number of samples, at least 0 (any {@code long}: {@link #order(long)} holds no array)
      */
     public SequentialSampler(long size) {
-        if (size < 0 || size > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("sample count must be in [0, 2^31 - 9], got " + size);
+        if (size < 0) {
+            throw new MemfitException("sample count must be >= 0, got " + size);
         }
         this.size = size;
     }
@@ -24,13 +26,43 @@ public final class SequentialSampler implements Sampler {
         return size;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws MemfitException past 2^31 samples, which no array holds: use {@link #order(long)}
+     */
     @Override
     public long[] indices(long epoch) {
-        long[] order = new long[(int) size];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
-        return order;
+        return SampleOrder.toArray(order(epoch));
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Position {@code i} is sample {@code i}, computed on demand.
+     */
+    @Override
+    public SampleOrder order(long epoch) {
+        return new SampleOrder() {
+            @Override
+            public long length() {
+                return size;
+            }
+
+            @Override
+            public long index(long position) {
+                return java.util.Objects.checkIndex(position, size);
+            }
+
+            @Override
+            public void copy(long from, long[] into, int count) {
+                java.util.Objects.checkFromIndexSize(0, count, into.length);
+                java.util.Objects.checkFromIndexSize(from, count, size);
+                for (int i = 0; i < count; i++) {
+                    into[i] = from + i;
+                }
+            }
+        };
     }
 
     @Override

@@ -1,30 +1,46 @@
 package dev.memfit.sample;
 
+import dev.memfit.MemfitException;
+
 import java.util.SplittableRandom;
 
 /**
  * Visits every sample once per epoch in a seeded random order that differs from epoch to epoch.
  *
- * <p>The permutation of epoch {@code e} is a Fisher-Yates shuffle driven by a generator seeded from
- * {@code (seed, e)}, so it is reproducible and independent of the data source and of the number of loader threads.
+ * <p>Up to {@value #ARRAY_LIMIT} samples (a 256 MiB {@code long[]}), the permutation of epoch {@code e} is a
+ * Fisher-Yates shuffle driven by a generator seeded from {@code (seed, e)}. Above that, where one array per epoch is
+ * too big or impossible (past 2^31 samples), it is a keyed bijection of {@code [0, size)} (a Feistel network with
+ * cycle-walking, keyed from the same generator) that {@link #order(long)} evaluates position by position in constant
+ * memory. Either way the order is reproducible and independent of the data source and of the number of loader
+ * threads, and {@link #indices(long)} and {@link #order(long)} agree.
  */
 public final class ShuffledSampler implements Sampler {
 
+    /** Sizes up to this many samples are shuffled as an array (Fisher-Yates); larger ones on demand. */
+    public static final long ARRAY_LIMIT = 1L << 25;
+
     private final long size;
     private final long seed;
+    private final long arrayLimit;
 
     /**
      * Creates the sampler.
      *
-     * @param size the number of samples
+     * @param size the number of samples, at least 0 (any {@code long})
      * @param seed the seed
      */
     public ShuffledSampler(long size, long seed) {
-        if (size < 0 || size > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("sample count must be in [0, 2^31 - 9], got " + size);
+        this(size, seed, ARRAY_LIMIT);
+    }
+
+    /** Creates the sampler with another limit between the two orders, so that tests reach the on-demand one. */
+    ShuffledSampler(long size, long seed, long arrayLimit) {
+        if (size < 0) {
+            throw new MemfitException("sample count must be >= 0, got " + size);
         }
         this.size = size;
         this.seed = seed;
+        this.arrayLimit = Math.min(arrayLimit, SampleOrder.MAX_ARRAY);
     }
 
     /**
@@ -60,11 +76,45 @@ public final class ShuffledSampler implements Sampler {
         }
     }
 
+    /**
+     * A seeded permutation of {@code [0, size)}: Fisher-Yates up to {@code arrayLimit}, on demand above.
+     *
+     * @param size the number of positions
+     * @param random the generator of the epoch
+     * @param arrayLimit the largest size shuffled as an array
+     * @return the order
+     */
+    static SampleOrder permutation(long size, SplittableRandom random, long arrayLimit) {
+        return size > arrayLimit ? new KeyedPermutation(size, random) : SampleOrder.of(shuffled((int) size, random));
+    }
+
+    private static long[] shuffled(int size, SplittableRandom random) {
+        long[] order = new long[size];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        shuffle(order, random);
+        return order;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Above {@value #ARRAY_LIMIT} samples the order is computed on demand, in constant memory.
+     */
+    @Override
+    public SampleOrder order(long epoch) {
+        return permutation(size, random(seed, epoch), arrayLimit);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws MemfitException past 2^31 samples, which no array holds: use {@link #order(long)}
+     */
     @Override
     public long[] indices(long epoch) {
-        long[] order = new SequentialSampler(size).indices(epoch);
-        shuffle(order, random(seed, epoch));
-        return order;
+        return size > arrayLimit ? SampleOrder.toArray(order(epoch)) : shuffled((int) size, random(seed, epoch));
     }
 
     @Override

@@ -70,7 +70,11 @@ public final class Subsets {
                 throw new InvalidFileException(file, -1, "a one-dimensional array of integer indices",
                         dtype.numpyCode() + " of shape " + java.util.Arrays.toString(header.shape()));
             }
-            long[] indices = new long[Math.toIntExact(array.rows())];
+            if (array.rows() > SampleOrder.MAX_ARRAY) {
+                throw new InvalidFileException(file, -1, "at most " + SampleOrder.MAX_ARRAY + " indices (one long[])",
+                        array.rows() + " indices");
+            }
+            long[] indices = new long[(int) array.rows()];
             for (int i = 0; i < indices.length; i++) {
                 indices[i] = (long) dtype.getDouble(array.data(), (long) i * dtype.byteSize(), header.byteOrder());
                 if (indices[i] < 0 || indices[i] >= populationSize) {

@@ -13,6 +13,10 @@ import org.apache.commons.rng.simple.RandomSource;
  * <p>The weight of a sample of class c at epoch e is {@code (1 - a) + a * n / (C * count[c])} with
  * {@code a = min(1, e / warmupEpochs)}: both ends average 1 per sample, and fully weighted, every class is drawn
  * with probability 1/C. Each epoch draws {@code n} samples from an alias table seeded by (seed, epoch).
+ *
+ * <p>The labels are one {@code int[]} and each epoch's draws one {@code long[]} (its {@link #order(long)} wraps
+ * {@link #indices(long)}), so this sampler serves up to 2^31 - 9 samples; the draws are sequential from one
+ * generator, which is what keeps an epoch reproducible.
  */
 public final class WeightedSampler implements Sampler {
 

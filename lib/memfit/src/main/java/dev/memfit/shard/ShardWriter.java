@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.DType;
 import dev.memfit.io.hdf5.H5ad;
@@ -61,23 +61,114 @@ public final class ShardWriter {
     }
 
     /**
-     * Converts a file.
+     * Starts configuring a conversion: {@code setInput} is required; defaults are 100,000 cells per shard, the
+     * input's own genes as the vocabulary and a console progress bar.
      *
-     * @param input the {@code .h5ad}
-     * @param outputDir the shard folder (created if needed)
-     * @param shardSize cells per shard, at least 1
-     * @param vocabulary genes of every shard, in order; null for the input's own {@code var}
-     * @return what was done
+     * <pre>{@code
+     * ShardWriter.Result result = ShardWriter.builder().setInput(Path.of("atlas.h5ad")).optShardSize(50_000)
+     *         .write(Path.of("shards"));
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary) {
-        if (shardSize < 1) {
-            throw new MemfitException("shard size must be at least 1 cell, got " + shardSize);
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures a conversion; {@link #write(Path)} validates the settings and converts. */
+    public static final class Builder {
+
+        private Path input;
+        private long shardSize = 100_000;
+        private GeneVocabulary vocabulary;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
         }
+
+        /**
+         * Sets the file to convert (required).
+         *
+         * @param file an {@code .h5ad}
+         * @return this builder
+         */
+        public Builder setInput(Path file) {
+            this.input = file;
+            return this;
+        }
+
+        /**
+         * Sets the number of cells per shard (default 100,000); the last shard holds the rest.
+         *
+         * @param cells at least 1
+         * @return this builder
+         */
+        public Builder optShardSize(long cells) {
+            this.shardSize = cells;
+            return this;
+        }
+
+        /**
+         * Sets the genes of every shard, in order (default: the input's own {@code var}); genes the input lacks are
+         * 0, genes outside the vocabulary dropped, so shards of different files agree column by column.
+         *
+         * @param genes the vocabulary, or null for the input's own genes
+         * @return this builder
+         */
+        public Builder optVocabulary(GeneVocabulary genes) {
+            this.vocabulary = genes;
+            return this;
+        }
+
+        /**
+         * Sets where progress goes (default {@link ProgressListener#console()}), in cells.
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Validates the settings and converts the input, resuming after the last complete shard of an earlier
+         * run of the same conversion.
+         *
+         * @param outputDir the shard folder (created if needed)
+         * @return what was done
+         * @throws MemfitException naming the setting to change
+         */
+        public Result write(Path outputDir) {
+            if (input == null) {
+                throw new MemfitException("setInput(file) is required: the .h5ad to convert");
+            }
+            if (outputDir == null) {
+                throw new MemfitException("write(outputDir) needs the folder to write the shards to");
+            }
+            if (shardSize < 1) {
+                throw new MemfitException("shard size must be at least 1 cell, got " + shardSize
+                        + "; set optShardSize (--shard-size on the command line)");
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+            return ShardWriter.write(input, outputDir, shardSize, vocabulary, progress);
+        }
+    }
+
+    private static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary,
+                                ProgressListener listener) {
         try (H5ad h5ad = H5ad.open(input)) {
             GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
             int[] positions = genes.positionsOf(h5ad.index("var"));
             long cells = h5ad.observations();
-            int shards = (int) ((cells + shardSize - 1) / shardSize);
+            long shardCount = Math.ceilDiv(cells, shardSize);
+            if (shardCount > Integer.MAX_VALUE) {
+                throw new MemfitException(cells + " cells in shards of " + shardSize + " would make " + shardCount
+                        + " shards; raise optShardSize");
+            }
+            int shards = (int) shardCount;
             Map<String, Object> obs = h5ad.columns("obs");
             String[] barcodes = h5ad.index("obs");
             Files.createDirectories(outputDir);
@@ -88,10 +179,10 @@ public final class ShardWriter {
             long inputGenes = h5ad.variables();
             int chunk = (int) Math.max(1, CHUNK_BYTES / (Math.max(inputGenes, vocabularySize) * Float.BYTES));
             try (Arena arena = Arena.ofConfined();
-                 Progress progress = Progress.bar("Sharding " + input.getFileName(), cells, "cells")) {
+                 ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
                 MemorySegment rows = arena.allocate((long) chunk * inputGenes * Float.BYTES);
                 MemorySegment projected = arena.allocate((long) chunk * vocabularySize * Float.BYTES);
-                progress.step(done.size() * shardSize);
+                progress.step(Math.min(cells, done.size() * shardSize));
                 for (int s = done.size(); s < shards; s++) {
                     long first = s * shardSize;
                     long count = Math.min(shardSize, cells - first);

@@ -27,6 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>For each batch the requested records are grouped by file and sorted, neighbouring records are coalesced into
  * one read (up to {@value #MAX_RUN} records), and the reads run on a pool of {@code threads} threads, which is what
  * hides the latency of slow storage (cryoDRGN's {@code --lazy --max-threads}). Samples are delivered as float32.
+ * Opened with {@link Particles#builder()}{@code .setRecords(index).lazy()}.
  */
 public final class LazySource implements SampleSource {
 
@@ -45,14 +46,14 @@ public final class LazySource implements SampleSource {
     private final long imageBytes;
 
     /**
-     * Creates the source.
+     * Creates the source; {@link Particles#builder()} is the public way in.
      *
      * @param records where each sample's bytes are
      * @param storage where bytes come from
      * @param ownsStorage whether closing the source closes the storage
      * @param threads concurrent reads (1 reads on the caller's thread)
      */
-    public LazySource(RecordIndex records, Storage storage, boolean ownsStorage, int threads) {
+    LazySource(RecordIndex records, Storage storage, boolean ownsStorage, int threads) {
         RecordIndex stack = records;
         if (threads < 1 || threads > 1024) {
             throw new MemfitException("lazy loading threads must be in [1, 1024], got " + threads);

@@ -1,6 +1,6 @@
 package dev.memfit.source;
 
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
@@ -30,10 +30,22 @@ public final class SampleFiles {
      * @return the set written
      */
     public static FileSet write(SampleSource source, Path folder) {
+        return write(source, folder, ProgressListener.console());
+    }
+
+    /**
+     * Writes each sample of a source as its own {@code .npy} file, reporting progress to a listener.
+     *
+     * @param source the samples
+     * @param folder the folder to fill (created if needed)
+     * @param listener where progress goes, in files, such as {@link ProgressListener#silent()}
+     * @return the set written
+     */
+    public static FileSet write(SampleSource source, Path folder, ProgressListener listener) {
         long[] shape = source.sampleShape().getShape();
         int digits = Math.max(6, Long.toString(source.size()).length());
         try (Arena arena = Arena.ofConfined();
-             Progress progress = Progress.bar("Writing " + folder.getFileName(), source.size(), "files")) {
+             ProgressListener.Task progress = listener.start("Writing " + folder.getFileName(), source.size(), "files")) {
             Files.createDirectories(folder);
             MemorySegment sample = arena.allocate(source.sampleBytes(), 64);
             for (long i = 0; i < source.size(); i++) {

@@ -1,7 +1,7 @@
 package dev.memfit.synthetic;
 
 import dev.memfit.MemfitException;
-import dev.memfit.Progress;
+import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5adWriter;
 import org.apache.commons.rng.UniformRandomProvider;
 import org.apache.commons.rng.sampling.PermutationSampler;
@@ -25,7 +25,7 @@ import java.util.stream.IntStream;
  * {@code t} has for gene {@code g} the mean {@code size_c * base_g * fold_{t,g}}, where {@code base_g} is log-normal
  * across genes (a few highly expressed genes, many rare ones), {@code size_c} is a log-normal library size, and each
  * type multiplies its own program of genes by {@code foldChange}. Types are drawn with the given proportions (e.g. 90%,
- * 9%, 1%), so rare types are really rare. Everything follows from the seed: the same spec writes the same bytes,
+ * 9%, 1%), so rare types are really rare. Everything follows from the seed: the same settings write the same bytes,
  * whatever the number of threads.
  */
 public final class SyntheticAtlas {
@@ -35,51 +35,189 @@ public final class SyntheticAtlas {
     private SyntheticAtlas() {
     }
 
-    /**
-     * What to generate.
-     *
-     * @param cells the number of cells
-     * @param genes the number of genes
-     * @param types the cell type names
-     * @param proportions the expected share of each type, summing to 1
-     * @param programGenes genes in each type's program (disjoint between types)
-     * @param foldChange how much a type's program raises its genes' means
-     * @param meanExpression the median over genes of the baseline mean count, which sets the density of X
-     * @param dispersion the negative binomial dispersion (variance = mean + dispersion * mean^2)
-     * @param seed the seed
-     */
-    public record Spec(long cells, int genes, List<String> types, double[] proportions, int programGenes,
-                       double foldChange, double meanExpression, double dispersion, long seed) {
+    /** The validated settings of one atlas (what {@link Builder} collects). */
+    private record Spec(long cells, int genes, List<String> types, double[] proportions, int programGenes,
+                        double foldChange, double meanExpression, double dispersion, long seed) {
+    }
 
-        /** Checks the spec. */
-        public Spec {
-            types = List.copyOf(types);
-            proportions = proportions.clone();
-            if (cells < 1 || cells > Integer.MAX_VALUE - 8 || genes < 1) {
-                throw new MemfitException("an atlas needs 1 to 2^31 cells and at least one gene, got " + cells + " x " + genes);
-            }
-            if (types.size() != proportions.length || types.isEmpty()) {
-                throw new MemfitException(types.size() + " cell types for " + proportions.length + " proportions");
-            }
-            if (Math.abs(Arrays.stream(proportions).sum() - 1) > 1e-6 || Arrays.stream(proportions).anyMatch(p -> p < 0)) {
-                throw new MemfitException("proportions must be non-negative and sum to 1: " + Arrays.toString(proportions));
-            }
-            if ((long) programGenes * types.size() > genes) {
-                throw new MemfitException(types.size() + " programs of " + programGenes + " genes do not fit in " + genes + " genes");
-            }
+    /**
+     * Starts configuring an atlas: {@code setCells} and {@code setGenes} are required. Defaults: three types
+     * "common", "uncommon" and "rare" at 90%, 9% and 1%, programs of 5% of the genes each raised 3x, a median
+     * baseline mean of 0.04 counts (about 10% of X non-zero), dispersion 0.5, seed 1, a console progress bar.
+     *
+     * <pre>{@code
+     * SyntheticAtlas.Atlas atlas = SyntheticAtlas.builder().setCells(100_000).setGenes(2_000)
+     *         .optFoldChange(2.2).optSeed(3).write(Path.of("atlas.h5ad"));
+     * }</pre>
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures an atlas; {@link #write(Path)} validates the settings and writes it. */
+    public static final class Builder {
+
+        private long cells;
+        private int genes;
+        private List<String> types = List.of("common", "uncommon", "rare");
+        private double[] proportions = {0.90, 0.09, 0.01};
+        private Integer programGenes;
+        private double foldChange = 3.0;
+        private double meanExpression = 0.04;
+        private double dispersion = 0.5;
+        private long seed = 1;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
         }
 
         /**
-         * Three types of 90%, 9% and 1%, programs of 5% of the genes each raised 3x, about 10% of X non-zero.
+         * Sets the number of cells (required).
          *
-         * @param cells the number of cells
-         * @param genes the number of genes
-         * @param seed the seed
-         * @return the spec
+         * @param count from 1 to 2^31 - 9
+         * @return this builder
          */
-        public static Spec imbalanced(long cells, int genes, long seed) {
-            return new Spec(cells, genes, List.of("common", "uncommon", "rare"), new double[]{0.90, 0.09, 0.01},
-                    Math.max(1, genes / 20), 3.0, 0.04, 0.5, seed);
+        public Builder setCells(long count) {
+            this.cells = count;
+            return this;
+        }
+
+        /**
+         * Sets the number of genes (required).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder setGenes(int count) {
+            this.genes = count;
+            return this;
+        }
+
+        /**
+         * Sets the cell types and the expected share of each (default 90%, 9% and 1% of "common", "uncommon" and
+         * "rare"); types are drawn with these proportions, so rare types are really rare.
+         *
+         * @param names the type names
+         * @param shares one share per type, non-negative, summing to 1
+         * @return this builder
+         */
+        public Builder optTypes(List<String> names, double... shares) {
+            this.types = names == null ? null : List.copyOf(names);
+            this.proportions = shares == null ? null : shares.clone();
+            return this;
+        }
+
+        /**
+         * Sets the number of genes in each type's program, disjoint between types (default 5% of the genes, at
+         * least 1).
+         *
+         * @param count at least 0; the programs of all types must fit in the genes
+         * @return this builder
+         */
+        public Builder optProgramGenes(int count) {
+            this.programGenes = count;
+            return this;
+        }
+
+        /**
+         * Sets how much a type's program raises its genes' means (default 3).
+         *
+         * @param factor positive
+         * @return this builder
+         */
+        public Builder optFoldChange(double factor) {
+            this.foldChange = factor;
+            return this;
+        }
+
+        /**
+         * Sets the median over genes of the baseline mean count, which sets the density of X (default 0.04, about
+         * 10% non-zero).
+         *
+         * @param mean positive
+         * @return this builder
+         */
+        public Builder optMeanExpression(double mean) {
+            this.meanExpression = mean;
+            return this;
+        }
+
+        /**
+         * Sets the negative binomial dispersion: variance = mean + dispersion * mean^2 (default 0.5).
+         *
+         * @param value positive
+         * @return this builder
+         */
+        public Builder optDispersion(double value) {
+            this.dispersion = value;
+            return this;
+        }
+
+        /**
+         * Sets the seed (default 1): the same settings write the same bytes, whatever the number of threads.
+         *
+         * @param value the seed
+         * @return this builder
+         */
+        public Builder optSeed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /**
+         * Sets where progress goes (default {@link ProgressListener#console()}).
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Validates the settings, then generates and writes the atlas.
+         *
+         * @param output the {@code .h5ad} to write (replaced only once complete)
+         * @return what was written
+         * @throws MemfitException naming the setting to change
+         */
+        public Atlas write(Path output) {
+            if (output == null) {
+                throw new MemfitException("write(output) needs the .h5ad file to write");
+            }
+            if (cells < 1 || cells > Integer.MAX_VALUE - 8) {
+                throw new MemfitException("setCells(n) is required, with n from 1 to 2^31 - 9, got " + cells);
+            }
+            if (genes < 1) {
+                throw new MemfitException("setGenes(n) is required, with n >= 1, got " + genes);
+            }
+            if (types == null || proportions == null || types.isEmpty() || types.size() != proportions.length) {
+                throw new MemfitException("optTypes needs one proportion per type name, got "
+                        + (types == null ? 0 : types.size()) + " types and "
+                        + (proportions == null ? 0 : proportions.length) + " proportions");
+            }
+            if (Math.abs(Arrays.stream(proportions).sum() - 1) > 1e-6 || Arrays.stream(proportions).anyMatch(p -> !(p >= 0))) {
+                throw new MemfitException("optTypes needs proportions that are non-negative and sum to 1, got "
+                        + Arrays.toString(proportions));
+            }
+            int program = programGenes != null ? programGenes : Math.max(1, genes / 20);
+            if (program < 0 || (long) program * types.size() > genes) {
+                throw new MemfitException(types.size() + " programs of " + program + " genes do not fit in " + genes
+                        + " genes; lower optProgramGenes or raise setGenes");
+            }
+            if (!(foldChange > 0) || !(meanExpression > 0) || !(dispersion > 0)) {
+                throw new MemfitException("optFoldChange, optMeanExpression and optDispersion must be positive, got "
+                        + foldChange + ", " + meanExpression + " and " + dispersion);
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+            Spec spec = new Spec(cells, genes, types, proportions.clone(), program, foldChange, meanExpression,
+                    dispersion, seed);
+            return SyntheticAtlas.write(output, spec, progress);
         }
     }
 
@@ -87,7 +225,7 @@ public final class SyntheticAtlas {
      * What was written.
      *
      * @param file the {@code .h5ad}
-     * @param labels each cell's type index into {@link Spec#types()}
+     * @param labels each cell's type index into the types of {@link Builder#optTypes}
      * @param typeCounts cells per type
      * @param storedValues non-zero values in X
      */
@@ -104,14 +242,7 @@ public final class SyntheticAtlas {
         }
     }
 
-    /**
-     * Generates and writes an atlas, with a progress bar.
-     *
-     * @param output the {@code .h5ad} to write (replaced only once complete)
-     * @param spec what to generate
-     * @return what was written
-     */
-    public static Atlas write(Path output, Spec spec) {
+    private static Atlas write(Path output, Spec spec, ProgressListener listener) {
         int cells = Math.toIntExact(spec.cells());
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(spec.seed());
         int[] labels = new int[cells];
@@ -161,7 +292,7 @@ public final class SyntheticAtlas {
         int chunks = (cells + CHUNK - 1) / CHUNK;
         int window = Math.max(1, Runtime.getRuntime().availableProcessors());
         try (H5adWriter writer = H5adWriter.create(output, geneNames);
-             Progress progress = Progress.bar("generating " + output.getFileName(), cells, "cells")) {
+             ProgressListener.Task progress = listener.start("generating " + output.getFileName(), cells, "cells")) {
             for (int from = 0; from < chunks; from += window) {
                 // a window of chunks generated in parallel, written in order: same bytes for any thread count
                 List<Chunk> generated = IntStream.range(from, Math.min(chunks, from + window)).parallel()

@@ -1,6 +1,7 @@
 package dev.memfit.synthetic;
 
-import dev.memfit.Progress;
+import dev.memfit.MemfitException;
+import dev.memfit.ProgressListener;
 import dev.memfit.DType;
 import dev.memfit.io.mrc.Mrc;
 import dev.memfit.io.mrc.MrcHeader;
@@ -58,22 +59,153 @@ public final class SyntheticParticles {
     }
 
     /**
-     * Generates and writes a particle data set.
+     * Starts configuring a data set: {@code setParticles} and {@code setSize} are required; defaults are 1,000
+     * images per stack, noise 0.5, orientations within 180 degrees (all), seed 1 and a console progress bar.
      *
-     * @param directory where to write (created if needed)
-     * @param particles the number of images
-     * @param size image width and height in pixels
-     * @param perStack images per {@code .mrcs} file
-     * @param noise standard deviation of the added noise, relative to the clean image's peak of about 1
-     * @param maxAngle the largest rotation from the reference view, in degrees (180: any orientation)
-     * @param seed the seed
-     * @return the files and the true conformations
+     * <pre>{@code
+     * SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(10_000).setSize(64)
+     *         .optNoise(0.3).optMaxAngle(30).optSeed(7).write(Path.of("particles"));
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static Written write(Path directory, long particles, int size, int perStack, double noise, double maxAngle,
-                                long seed) {
-        if (particles < 1 || size < 8 || perStack < 1 || noise < 0 || maxAngle < 0 || maxAngle > 180) {
-            throw new IllegalArgumentException("need particles >= 1, size >= 8, perStack >= 1, noise >= 0, maxAngle in [0, 180]");
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures a particle data set; {@link #write(Path)} validates the settings and writes it. */
+    public static final class Builder {
+
+        private long particles;
+        private int size;
+        private int perStack = 1_000;
+        private double noise = 0.5;
+        private double maxAngle = 180;
+        private long seed = 1;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
         }
+
+        /**
+         * Sets the number of images (required).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder setParticles(long count) {
+            this.particles = count;
+            return this;
+        }
+
+        /**
+         * Sets the image width and height in pixels (required).
+         *
+         * @param pixels at least 8
+         * @return this builder
+         */
+        public Builder setSize(int pixels) {
+            this.size = pixels;
+            return this;
+        }
+
+        /**
+         * Sets the number of images per {@code .mrcs} file (default 1,000).
+         *
+         * @param images at least 1
+         * @return this builder
+         */
+        public Builder optPerStack(int images) {
+            this.perStack = images;
+            return this;
+        }
+
+        /**
+         * Sets the standard deviation of the added Gaussian noise, relative to the clean image's peak of about 1
+         * (default 0.5).
+         *
+         * @param sigma at least 0
+         * @return this builder
+         */
+        public Builder optNoise(double sigma) {
+            this.noise = sigma;
+            return this;
+        }
+
+        /**
+         * Sets the largest rotation from the reference view (default 180: any orientation; small values mimic a
+         * preferred orientation).
+         *
+         * @param degrees in [0, 180]
+         * @return this builder
+         */
+        public Builder optMaxAngle(double degrees) {
+            this.maxAngle = degrees;
+            return this;
+        }
+
+        /**
+         * Sets the seed (default 1): the same settings write the same files.
+         *
+         * @param value the seed
+         * @return this builder
+         */
+        public Builder optSeed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /**
+         * Sets where progress goes (default {@link ProgressListener#console()}).
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Validates the settings, then generates and writes the data set.
+         *
+         * @param directory where to write (created if needed)
+         * @return the files and the true conformations
+         * @throws MemfitException naming the setting to change
+         */
+        public Written write(Path directory) {
+            if (directory == null) {
+                throw new MemfitException("write(directory) needs a folder to write the particles to");
+            }
+            if (particles < 1 || particles > Integer.MAX_VALUE - 8) {
+                throw new MemfitException("setParticles(n) is required, with n from 1 to 2^31 - 9, got " + particles);
+            }
+            if (size < 8) {
+                throw new MemfitException("setSize(pixels) is required, with at least 8 pixels, got " + size);
+            }
+            if (perStack < 1) {
+                throw new MemfitException("optPerStack needs at least 1 image per stack, got " + perStack);
+            }
+            if (!(noise >= 0)) {
+                throw new MemfitException("optNoise needs a standard deviation >= 0, got " + noise);
+            }
+            if (!(maxAngle >= 0 && maxAngle <= 180)) {
+                throw new MemfitException("optMaxAngle needs degrees in [0, 180], got " + maxAngle);
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+            return SyntheticParticles.write(directory, this);
+        }
+    }
+
+    private static Written write(Path directory, Builder settings) {
+        long particles = settings.particles;
+        int size = settings.size;
+        int perStack = settings.perStack;
+        double noise = settings.noise;
+        double maxAngle = settings.maxAngle;
+        long seed = settings.seed;
         try {
             Files.createDirectories(directory);
         } catch (IOException e) {
@@ -89,12 +221,13 @@ public final class SyntheticParticles {
         double sigma = 0.08 * size;
         long pixels = (long) size * size;
         try (Arena arena = Arena.ofConfined();
-             Progress progress = Progress.bar("Writing particles", particles, "images")) {
+             ProgressListener.Task progress = settings.progress.start("Writing particles", particles, "images")) {
             MemorySegment image = arena.allocate(pixels * Float.BYTES);
             for (long first = 0, file = 0; first < particles; first += perStack, file++) {
                 int n = (int) Math.min(perStack, particles - first);
                 Path stack = directory.resolve(String.format("particles_%03d.mrcs", file));
-                try (MrcWriter writer = Mrc.create(stack, MrcHeader.stack(size, size, n, DType.FLOAT32, 3.0))) {
+                try (MrcWriter writer = Mrc.create(stack, MrcHeader.builder().setWidth(size).setHeight(size)
+                        .setImages(n).optVoxelSize(3.0).build())) {
                     for (int i = 0; i < n; i++) {
                         int conformation = rng.nextBoolean() ? 1 : 0;
                         conformations[Math.toIntExact(first + i)] = (byte) conformation;

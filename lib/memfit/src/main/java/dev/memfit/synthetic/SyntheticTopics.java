@@ -3,6 +3,7 @@ package dev.memfit.synthetic;
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.source.ArraySource;
 import dev.memfit.DType;
+import dev.memfit.MemfitException;
 import org.apache.commons.rng.UniformRandomProvider;
 import org.apache.commons.rng.sampling.distribution.AliasMethodDiscreteSampler;
 import org.apache.commons.rng.sampling.distribution.DirichletSampler;
@@ -42,36 +43,147 @@ public final class SyntheticTopics {
     }
 
     /**
-     * Generates a corpus with the default concentrations (0.1 over terms, 0.5 over topics).
+     * Starts configuring a corpus: {@code setDocuments}, {@code setTerms}, {@code setTopics} and
+     * {@code setDocumentLength} are required; the concentrations default to 0.1 over terms and 0.5 over topics, the
+     * seed to 1.
      *
-     * @param documents n
-     * @param terms m
-     * @param topics k
-     * @param avgDocLength mean words per document
-     * @param seed the seed
-     * @return the corpus
+     * <pre>{@code
+     * try (SyntheticTopics.Corpus corpus = SyntheticTopics.builder().setDocuments(10_000).setTerms(500).setTopics(5)
+     *         .setDocumentLength(300).optSeed(7).generate()) { ... }
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static Corpus generate(long documents, int terms, int topics, double avgDocLength, long seed) {
-        return generate(documents, terms, topics, avgDocLength, 0.1, 0.5, seed);
+    public static Builder builder() {
+        return new Builder();
     }
 
-    /**
-     * Generates a corpus.
-     *
-     * @param documents n
-     * @param terms m
-     * @param topics k
-     * @param avgDocLength mean words per document
-     * @param termConcentration Dirichlet parameter of topic-term rows (small: sparse, well separated topics)
-     * @param topicConcentration Dirichlet parameter of document-topic rows
-     * @param seed the seed
-     * @return the corpus
-     */
-    public static Corpus generate(long documents, int terms, int topics, double avgDocLength,
-                                  double termConcentration, double topicConcentration, long seed) {
-        if (documents < 1 || terms < 1 || topics < 1 || avgDocLength <= 0) {
-            throw new IllegalArgumentException("documents, terms, topics and avgDocLength must be positive");
+    /** Configures a corpus; {@link #generate()} validates the settings and draws it. */
+    public static final class Builder {
+
+        private long documents;
+        private int terms;
+        private int topics;
+        private double documentLength;
+        private double termConcentration = 0.1;
+        private double topicConcentration = 0.5;
+        private long seed = 1;
+
+        private Builder() {
         }
+
+        /**
+         * Sets the number of documents, n (required).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder setDocuments(long count) {
+            this.documents = count;
+            return this;
+        }
+
+        /**
+         * Sets the vocabulary size, m (required).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder setTerms(int count) {
+            this.terms = count;
+            return this;
+        }
+
+        /**
+         * Sets the number of topics, k (required).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder setTopics(int count) {
+            this.topics = count;
+            return this;
+        }
+
+        /**
+         * Sets the mean number of words per document (required).
+         *
+         * @param words positive
+         * @return this builder
+         */
+        public Builder setDocumentLength(double words) {
+            this.documentLength = words;
+            return this;
+        }
+
+        /**
+         * Sets the Dirichlet parameter of the topic-term rows (default 0.1; small: sparse, well separated topics).
+         *
+         * @param alpha positive
+         * @return this builder
+         */
+        public Builder optTermConcentration(double alpha) {
+            this.termConcentration = alpha;
+            return this;
+        }
+
+        /**
+         * Sets the Dirichlet parameter of the document-topic rows (default 0.5).
+         *
+         * @param alpha positive
+         * @return this builder
+         */
+        public Builder optTopicConcentration(double alpha) {
+            this.topicConcentration = alpha;
+            return this;
+        }
+
+        /**
+         * Sets the seed (default 1): the same settings draw the same corpus.
+         *
+         * @param value the seed
+         * @return this builder
+         */
+        public Builder optSeed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /**
+         * Validates the settings and draws the corpus.
+         *
+         * @return the corpus, to be closed (its counts are in native memory)
+         * @throws MemfitException naming the setting to change
+         */
+        public Corpus generate() {
+            if (documents < 1 || documents > Integer.MAX_VALUE - 8) {
+                throw new MemfitException("setDocuments(n) is required, with n from 1 to 2^31 - 9, got " + documents);
+            }
+            if (terms < 1) {
+                throw new MemfitException("setTerms(m) is required, with m >= 1, got " + terms);
+            }
+            if (topics < 1) {
+                throw new MemfitException("setTopics(k) is required, with k >= 1, got " + topics);
+            }
+            if (!(documentLength > 0)) {
+                throw new MemfitException("setDocumentLength(words) is required and must be positive, got " + documentLength);
+            }
+            if (!(termConcentration > 0) || !(topicConcentration > 0)) {
+                throw new MemfitException("the Dirichlet concentrations must be positive, got " + termConcentration
+                        + " over terms and " + topicConcentration + " over topics");
+            }
+            return SyntheticTopics.generate(this);
+        }
+    }
+
+    private static Corpus generate(Builder settings) {
+        long documents = settings.documents;
+        int terms = settings.terms;
+        int topics = settings.topics;
+        double avgDocLength = settings.documentLength;
+        double termConcentration = settings.termConcentration;
+        double topicConcentration = settings.topicConcentration;
+        long seed = settings.seed;
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed);
         DirichletSampler topicTerms = DirichletSampler.symmetric(rng, terms, termConcentration);
         DirichletSampler docTopics = DirichletSampler.symmetric(rng, topics, topicConcentration);

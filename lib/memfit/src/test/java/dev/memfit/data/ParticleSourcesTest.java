@@ -33,7 +33,8 @@ class ParticleSourcesTest {
 
     @BeforeAll
     static void generate() {
-        written = SyntheticParticles.write(dir.resolve("set"), 90, 16, 25, 0.1, 180, 3);
+        written = SyntheticParticles.builder().setParticles(90).setSize(16).optPerStack(25).optNoise(0.1)
+                .optMaxAngle(180).optSeed(3).write(dir.resolve("set"));
     }
 
     private static List<float[]> batches(Loader loader, long epoch) {
@@ -94,8 +95,8 @@ class ParticleSourcesTest {
     @Test
     void lazyImagesMatchTheirStackPositions() {
         ParticleStack stack = ParticleStack.open(written.star());
-        try (LazySource lazy = Particles.lazy(stack, Storage.local(), 3);
-             ArraySource eager = Particles.eager(stack, Storage.local(), 2)) {
+        try (LazySource lazy = Particles.builder().setRecords(stack).optThreads(3).lazy();
+             ArraySource eager = Particles.builder().setRecords(stack).optThreads(2).eager()) {
             long[] scattered = {89, 0, 26, 25, 27, 60, 3};
             java.lang.foreign.MemorySegment batch = java.lang.foreign.Arena.ofAuto().allocate(scattered.length * lazy.sampleBytes());
             lazy.readBatch(scattered, batch);

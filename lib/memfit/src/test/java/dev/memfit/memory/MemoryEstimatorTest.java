@@ -169,7 +169,8 @@ class MemoryEstimatorTest {
 
     @Test
     void estimateMatchesMeasurementForParticles(@TempDir Path dir) {
-        SyntheticParticles.Written written = SyntheticParticles.write(dir, 4_000, 32, 1_000, 0.1, 30, 1);
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(4_000).setSize(32)
+                .optPerStack(1_000).optNoise(0.1).optMaxAngle(30).optSeed(1).write(dir);
         long imageBytes = 32 * 32 * 4;
         for (LoadingStrategy loading : new LoadingStrategy[]{LoadingStrategy.inMemory(), LoadingStrategy.lazy(4)}) {
             long heapBefore = liveHeap();

@@ -1,5 +1,7 @@
 package dev.memfit.prep;
 
+import dev.memfit.ProgressListener;
+import dev.memfit.RecordingProgress;
 import dev.memfit.source.ArraySource;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
@@ -15,6 +17,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -66,9 +69,14 @@ class FeatureCacheTest {
         return ArraySource.of("items", rows);
     }
 
+    private static FeatureCache.Builder sums(Path dir, Map<String, ?> parameters, Loader loader, Sums extractor) {
+        return FeatureCache.builder().setDirectory(dir).setName("sums").setParameters(parameters).setItems(loader)
+                .setExtractor(extractor).optProgress(ProgressListener.silent());
+    }
+
     private static FeatureCache.Result get(Path dir, ArraySource source, Map<String, ?> parameters, Sums extractor) {
         try (Loader loader = Datasets.of(source).optBatchSize(8).optShuffle(1).build()) {
-            return FeatureCache.getOrBuild(dir, "sums", parameters, loader, extractor);
+            return sums(dir, parameters, loader, extractor).getOrBuild();
         }
     }
 
@@ -141,7 +149,10 @@ class FeatureCacheTest {
             get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
             assertThrows(IllegalStateException.class, () -> get(dir, source, Map.of("v", 2), new Sums(20)));
             assertFalse(Files.exists(dir.resolve("sums.manifest.json")), "no manifest after a crash");
-            String why = FeatureCache.validate(dir, "sums", Map.of("v", 1), 50, new long[]{2});
+            String why;
+            try (Loader loader = Datasets.of(source).optBatchSize(8).build()) {
+                why = sums(dir, Map.of("v", 1), loader, new Sums(0)).validate();
+            }
             assertTrue(why != null && why.startsWith("no cache yet"), String.valueOf(why));
             FeatureCache.Result recovered = get(dir, source, Map.of("v", 2), new Sums(Integer.MAX_VALUE));
             assertEquals(FeatureCache.Status.REBUILT, recovered.status());
@@ -152,16 +163,21 @@ class FeatureCacheTest {
     @Test
     void randomEmbedderIsDeterministicAndCacheable(@TempDir Path dir) {
         try (ArraySource source = items();
-             RandomEmbedder embedder = new RandomEmbedder(4, 32, 2, 6, 9);
+             RandomEmbedder embedder = RandomEmbedder.builder().setInputSize(4).setDimension(6).optHidden(32).optDepth(2)
+                     .optSeed(9).build();
              Loader loader = Datasets.of(source).optBatchSize(16).build()) {
-            FeatureCache.Result built = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
-            FeatureCache.Result hit = FeatureCache.getOrBuild(dir, "embed", embedder.parameters(), loader, embedder);
+            FeatureCache.Builder cache = FeatureCache.builder().setDirectory(dir).setName("embed")
+                    .setParameters(embedder.parameters()).setItems(loader).setExtractor(embedder);
+            FeatureCache.Result built = cache.getOrBuild();
+            FeatureCache.Result hit = cache.getOrBuild();
             assertEquals(FeatureCache.Status.BUILT, built.status());
             assertEquals(FeatureCache.Status.HIT, hit.status());
-            try (RandomEmbedder again = new RandomEmbedder(4, 32, 2, 6, 9);
+            try (RandomEmbedder again = RandomEmbedder.builder().setInputSize(4).setDimension(6).optHidden(32).optDepth(2)
+                         .optSeed(9).build();
                  Loader other = Datasets.of(source).optBatchSize(5).build();
                  NpyArray features = Npy.map(hit.features())) {
-                assertEquals(null, FeatureCache.validate(dir, "embed", again.parameters(), 50, new long[]{6}));
+                assertEquals(null, FeatureCache.builder().setDirectory(dir).setName("embed").setParameters(again.parameters())
+                        .setItems(other).setExtractor(again).validate(), "a new embedder of the same settings finds the cache valid");
                 Batch first = other.epoch(0).iterator().next();
                 MemorySegment out = MemorySegment.ofArray(new float[5 * 6]);
                 again.extract(first, out);
@@ -169,5 +185,53 @@ class FeatureCacheTest {
                 assertTrue(Math.abs(features.getDouble(3, 4)) <= 1.0, "tanh output");
             }
         }
+    }
+
+    @Test
+    void buildsReportBatchesToTheListenerAndHitsReportNothing(@TempDir Path dir) {
+        try (ArraySource source = items(); Loader loader = Datasets.of(source).optBatchSize(8).build()) {
+            RecordingProgress building = new RecordingProgress();
+            sums(dir, Map.of("v", 1), loader, new Sums(Integer.MAX_VALUE)).optProgress(building).getOrBuild();
+            RecordingProgress.Seen task = building.only();
+            assertEquals("Features sums", task.name());
+            assertEquals(7, task.total(), "50 items in batches of 8");
+            assertEquals("batches", task.unit());
+            assertEquals(7, task.steps().get());
+            assertTrue(task.closed().get());
+            RecordingProgress hitting = new RecordingProgress();
+            assertEquals(FeatureCache.Status.HIT,
+                    sums(dir, Map.of("v", 1), loader, new Sums(0)).optProgress(hitting).getOrBuild().status());
+            assertEquals(List.of(), hitting.tasks(), "a hit computes nothing and reports nothing");
+        }
+    }
+
+    @Test
+    void theBuilderSaysWhatIsMissing(@TempDir Path dir) {
+        try (ArraySource source = items(); Loader loader = Datasets.of(source).optBatchSize(8).build()) {
+            Sums extractor = new Sums(0);
+            assertMessage("setDirectory(folder) is required", () -> FeatureCache.builder().setName("a")
+                    .setParameters(Map.of()).setItems(loader).setExtractor(extractor).getOrBuild());
+            assertMessage("setName(stem) is required", () -> FeatureCache.builder().setDirectory(dir)
+                    .setParameters(Map.of()).setItems(loader).setExtractor(extractor).getOrBuild());
+            assertMessage("a file name without a folder", () -> FeatureCache.builder().setDirectory(dir).setName("a/b")
+                    .setParameters(Map.of()).setItems(loader).setExtractor(extractor).validate());
+            assertMessage("setParameters(map) is required", () -> FeatureCache.builder().setDirectory(dir).setName("a")
+                    .setItems(loader).setExtractor(extractor).getOrBuild());
+            assertMessage("setItems(loader) is required", () -> FeatureCache.builder().setDirectory(dir).setName("a")
+                    .setParameters(Map.of()).setExtractor(extractor).getOrBuild());
+            assertMessage("setExtractor(extractor) is required", () -> FeatureCache.builder().setDirectory(dir).setName("a")
+                    .setParameters(Map.of()).setItems(loader).getOrBuild());
+            assertEquals(0, extractor.computed.get());
+            assertFalse(Files.exists(dir.resolve("a.npy")), "nothing built before the settings are valid");
+            assertMessage("setInputSize(values) is required", () -> RandomEmbedder.builder().setDimension(4).build());
+            assertMessage("setDimension(features) is required", () -> RandomEmbedder.builder().setInputSize(4).build());
+            assertMessage("optDepth at least 0 layers", () -> RandomEmbedder.builder().setInputSize(4).setDimension(2)
+                    .optDepth(-1).build());
+        }
+    }
+
+    private static void assertMessage(String expected, org.junit.jupiter.api.function.Executable call) {
+        dev.memfit.MemfitException e = assertThrows(dev.memfit.MemfitException.class, call);
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
     }
 }

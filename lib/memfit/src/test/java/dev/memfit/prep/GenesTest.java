@@ -52,7 +52,7 @@ class GenesTest {
         assertEquals(6, top.tokensAfter());
         assertEquals(1 / 3.0, top.keptShare(), 1e-12);
         MemorySegment gathered = MemorySegment.ofArray(new float[6]);
-        GeneSelection.gather(batch(), 3, 6, top, gathered);
+        top.gather(batch(), gathered);
         assertArrayEquals(new float[]{4, 5, 4, 5, 4, 5}, gathered.toArray(ValueLayout.JAVA_FLOAT));
 
         GeneSelection random = new GeneSelection(GeneSelection.Mode.RANDOM_EXPRESSED, 3, 7);

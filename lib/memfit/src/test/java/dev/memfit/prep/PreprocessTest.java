@@ -1,14 +1,18 @@
 package dev.memfit.prep;
 
 import dev.memfit.MemfitException;
+import dev.memfit.ProgressListener;
 import dev.memfit.PythonPeer;
+import dev.memfit.RecordingProgress;
 import dev.memfit.synthetic.SyntheticAtlas;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -23,9 +27,9 @@ class PreprocessTest {
     @Test
     void matchesTheSeuratFlavourComputedInPandas() {
         Path raw = dir.resolve("raw.h5ad");
-        SyntheticAtlas.write(raw, SyntheticAtlas.Spec.imbalanced(1500, 300, 11));
+        SyntheticAtlas.builder().setCells(1500).setGenes(300).optSeed(11).write(raw);
         Path processed = dir.resolve("processed.h5ad");
-        Preprocess.Result result = Preprocess.run(raw, processed, 60, 1e4);
+        Preprocess.Result result = Preprocess.builder().setInput(raw).optHighlyVariable(60).optTargetSum(1e4).run(processed);
         assertEquals(1500, result.cells());
         assertTrue(result.genes() >= 60 && result.genes() <= 62, "ties aside, the requested number: " + result.genes());
         assertEquals("ok", PythonPeer.run("""
@@ -75,17 +79,47 @@ class PreprocessTest {
     @Test
     void badRequestsAreRefusedBeforeAnythingIsWritten() {
         Path raw = dir.resolve("raw.h5ad");
-        SyntheticAtlas.write(raw, SyntheticAtlas.Spec.imbalanced(50, 40, 1));
+        SyntheticAtlas.builder().setCells(50).setGenes(40).optSeed(1).write(raw);
         Path out = dir.resolve("out.h5ad");
-        MemfitException zero = assertThrows(MemfitException.class, () -> Preprocess.run(raw, out, 0, 1e4));
-        assertTrue(zero.getMessage().contains("--hvg must be at least 1"), zero.getMessage());
-        MemfitException same = assertThrows(MemfitException.class, () -> Preprocess.run(raw, raw, 10, 1e4));
+        MemfitException zero = assertThrows(MemfitException.class, () -> Preprocess.builder().setInput(raw)
+                .optHighlyVariable(0).optTargetSum(1e4).run(out));
+        assertTrue(zero.getMessage().contains("optHighlyVariable(n) needs n >= 1 (--hvg on the command line)"), zero.getMessage());
+        MemfitException same = assertThrows(MemfitException.class, () -> Preprocess.builder().setInput(raw)
+                .optHighlyVariable(10).optTargetSum(1e4).run(raw));
         assertTrue(same.getMessage().contains("would replace the input"), same.getMessage());
         assertFalse(Files.exists(out));
         Path notH5ad = dir.resolve("counts.h5ad");
         dev.memfit.io.npy.Npy.write(dir.resolve("counts.h5ad"), new float[][]{{1f}});
-        MemfitException invalid = assertThrows(MemfitException.class, () -> Preprocess.run(notH5ad, out, 10, 1e4));
+        MemfitException invalid = assertThrows(MemfitException.class, () -> Preprocess.builder().setInput(notH5ad)
+                .optHighlyVariable(10).optTargetSum(1e4).run(out));
         assertTrue(invalid.getMessage().contains("counts.h5ad"), invalid.getMessage());
         assertFalse(Files.exists(out));
+    }
+
+    @Test
+    void bothPassesReportToTheListenerAndStatisticsAloneIsPassOne() {
+        Path raw = dir.resolve("small.h5ad");
+        SyntheticAtlas.builder().setCells(300).setGenes(50).optSeed(4).optProgress(ProgressListener.silent()).write(raw);
+        RecordingProgress progress = new RecordingProgress();
+        Preprocess.Result result = Preprocess.builder().setInput(raw).optHighlyVariable(10).optProgress(progress)
+                .run(dir.resolve("small-processed.h5ad"));
+        assertEquals(List.of("pass 1/2: gene statistics", "pass 2/2: writing small-processed.h5ad"),
+                progress.tasks().stream().map(RecordingProgress.Seen::name).toList());
+        for (RecordingProgress.Seen pass : progress.tasks()) {
+            assertEquals(300, pass.total());
+            assertEquals("cells", pass.unit());
+            assertEquals(300, pass.steps().get(), pass.name());
+            assertTrue(pass.closed().get(), pass.name());
+        }
+        RecordingProgress statisticsOnly = new RecordingProgress();
+        Preprocess.GeneStatistics statistics = Preprocess.builder().setInput(raw).optHighlyVariable(10)
+                .optProgress(statisticsOnly).statistics();
+        assertArrayEquals(result.statistics().selected(), statistics.selected(), "pass one alone selects the same genes");
+        assertEquals("pass 1/2: gene statistics", statisticsOnly.only().name());
+        MemfitException noInput = assertThrows(MemfitException.class, () -> Preprocess.builder().statistics());
+        assertTrue(noInput.getMessage().startsWith("setInput(file) is required"), noInput.getMessage());
+        MemfitException target = assertThrows(MemfitException.class,
+                () -> Preprocess.builder().setInput(raw).optTargetSum(0).run(dir.resolve("never.h5ad")));
+        assertTrue(target.getMessage().contains("optTargetSum(counts) needs a positive sum"), target.getMessage());
     }
 }

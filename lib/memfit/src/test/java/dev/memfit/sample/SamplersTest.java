@@ -60,7 +60,8 @@ class SamplersTest {
         Set<Long> union = new HashSet<>();
         long length = -1;
         for (int rank = 0; rank < world; rank++) {
-            DistributedShardSampler sampler = new DistributedShardSampler(shards, rank, world, seed);
+            DistributedShardSampler sampler = DistributedShardSampler.builder().setShardSizes(shards).optRank(rank)
+                    .optWorldSize(world).optSeed(seed).build();
             long[] own = sampler.ownIndices(epoch);
             for (long index : own) {
                 assertTrue(union.add(index), "index " + index + " on two ranks (world " + world + ")");
@@ -90,7 +91,8 @@ class SamplersTest {
                 checkPartition(shards, world, 11, epoch);
             }
         }
-        DistributedShardSampler rank0 = new DistributedShardSampler(shards, 0, 3, 11);
+        DistributedShardSampler rank0 = DistributedShardSampler.builder().setShardSizes(shards).optRank(0)
+                .optWorldSize(3).optSeed(11).build();
         assertFalse(Arrays.equals(rank0.ownIndices(0), rank0.ownIndices(1)), "shuffled per epoch");
     }
 
@@ -98,19 +100,24 @@ class SamplersTest {
     void fewerShardsThanRanksDealsSamples() {
         checkPartition(new long[]{10, 5}, 4, 2, 0);
         checkPartition(new long[]{7}, 7, 2, 1);
-        assertThrows(MemfitException.class, () -> new DistributedShardSampler(new long[]{3}, 0, 4, 1));
-        assertThrows(MemfitException.class, () -> new DistributedShardSampler(new long[]{3}, 4, 4, 1));
+        assertThrows(MemfitException.class, () -> DistributedShardSampler.builder().setShardSizes(new long[]{3})
+                .optRank(0).optWorldSize(4).optSeed(1).build());
+        assertThrows(MemfitException.class, () -> DistributedShardSampler.builder().setShardSizes(new long[]{3})
+                .optRank(4).optWorldSize(4).optSeed(1).build());
     }
 
     @Test
     void rankAndWorldFromTheEnvironment() {
         long[] shards = {10, 10, 10, 10};
         assertEquals("DistributedShardSampler[rank 2 of 4, 4 shards]",
-                DistributedShardSampler.fromEnvironment(shards, 1, Map.of("RANK", "2", "WORLD_SIZE", "4")).toString());
+                DistributedShardSampler.builder().setShardSizes(shards).optSeed(1)
+                        .optEnvironment(Map.of("RANK", "2", "WORLD_SIZE", "4")).build().toString());
         assertEquals("DistributedShardSampler[rank 1 of 2, 4 shards]",
-                DistributedShardSampler.fromEnvironment(shards, 1, Map.of("SLURM_PROCID", "1", "SLURM_NTASKS", "2")).toString());
+                DistributedShardSampler.builder().setShardSizes(shards).optSeed(1)
+                        .optEnvironment(Map.of("SLURM_PROCID", "1", "SLURM_NTASKS", "2")).build().toString());
         assertEquals("DistributedShardSampler[rank 0 of 1, 4 shards]",
-                DistributedShardSampler.fromEnvironment(shards, 1, Map.of()).toString());
-        assertThrows(MemfitException.class, () -> DistributedShardSampler.fromEnvironment(shards, 1, Map.of("RANK", "x", "WORLD_SIZE", "2")));
+                DistributedShardSampler.builder().setShardSizes(shards).optSeed(1).optEnvironment(Map.of()).build().toString());
+        assertThrows(MemfitException.class, () -> DistributedShardSampler.builder().setShardSizes(shards).optSeed(1)
+                .optEnvironment(Map.of("RANK", "x", "WORLD_SIZE", "2")).build());
     }
 }

@@ -63,7 +63,7 @@ class ShardsTest {
     @Test
     void shardsHoldTheRowsAndTheCellMetadata() throws IOException {
         Path out = dir.resolve("shards");
-        ShardWriter.Result result = ShardWriter.write(input, out, 50, null);
+        ShardWriter.Result result = ShardWriter.builder().setInput(input).optShardSize(50).write(out);
         assertEquals(3, result.shards());
         assertEquals(3, result.written());
         ShardStore.validate(out);
@@ -81,7 +81,8 @@ class ShardsTest {
         try (ShardStore store = ShardStore.open(out)) {
             assertEquals(List.of(50L, 50L, 20L), java.util.Arrays.stream(store.shardSizes()).boxed().toList());
         }
-        assertEquals(0, ShardWriter.write(input, out, 50, null).written(), "a complete folder is left as it is");
+        assertEquals(0, ShardWriter.builder().setInput(input).optShardSize(50)
+                .write(out).written(), "a complete folder is left as it is");
     }
 
     @Test
@@ -91,7 +92,7 @@ class ShardsTest {
         try (H5ad h5ad = H5ad.open(input)) {
             top = GeneVocabulary.topByTotalCounts(h5ad, 7);
         }
-        ShardWriter.write(input, out, 64, top);
+        ShardWriter.builder().setInput(input).optShardSize(64).optVocabulary(top).write(out);
         assertStoreMatchesInput(out, top);
         assertEquals(List.of(64L, 7L), List.of(Npy.readHeader(out.resolve("shard_000000.npy")).shape()[0],
                 Npy.readHeader(out.resolve("shard_000000.npy")).shape()[1]));
@@ -100,7 +101,7 @@ class ShardsTest {
     @Test
     void anInterruptedConversionResumes() throws IOException {
         Path out = dir.resolve("resume");
-        ShardWriter.write(input, out, 40, null);
+        ShardWriter.builder().setInput(input).optShardSize(40).write(out);
         // As if the run had stopped after the first shard: metadata lists one shard, the others never got renamed.
         ObjectNode metadata = (ObjectNode) ShardWriter.JSON.readTree(out.resolve(ShardWriter.METADATA).toFile());
         ((com.fasterxml.jackson.databind.node.ArrayNode) metadata.get("shards")).remove(2);
@@ -111,7 +112,7 @@ class ShardsTest {
         Files.delete(out.resolve("shard_000002.npy"));
         InvalidFileException incomplete = assertThrows(InvalidFileException.class, () -> ShardStore.open(out));
         assertTrue(incomplete.getMessage().contains("run memfit shard again to resume"), incomplete.getMessage());
-        assertEquals(2, ShardWriter.write(input, out, 40, null).written());
+        assertEquals(2, ShardWriter.builder().setInput(input).optShardSize(40).write(out).written());
         ShardStore.validate(out);
     }
 
@@ -119,12 +120,12 @@ class ShardsTest {
     void aRewrittenSourceIsConvertedAgainNotResumed() throws IOException {
         Path source = dir.resolve("rewritten.h5ad");
         Path out = dir.resolve("rewritten-shards");
-        dev.memfit.synthetic.SyntheticAtlas.write(source, dev.memfit.synthetic.SyntheticAtlas.Spec.imbalanced(90, 12, 1));
-        ShardWriter.write(source, out, 40, null);
+        dev.memfit.synthetic.SyntheticAtlas.builder().setCells(90).setGenes(12).optSeed(1).write(source);
+        ShardWriter.builder().setInput(source).optShardSize(40).write(out);
         // same name, same shape, new contents (another seed), as a notebook re-run with other parameters does
-        dev.memfit.synthetic.SyntheticAtlas.write(source, dev.memfit.synthetic.SyntheticAtlas.Spec.imbalanced(90, 12, 2));
+        dev.memfit.synthetic.SyntheticAtlas.builder().setCells(90).setGenes(12).optSeed(2).write(source);
         Files.setLastModifiedTime(source, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() + 5_000));
-        assertEquals(3, ShardWriter.write(source, out, 40, null).written(), "all shards rewritten");
+        assertEquals(3, ShardWriter.builder().setInput(source).optShardSize(40).write(out).written(), "all shards rewritten");
         try (ShardStore store = ShardStore.open(out); H5ad h5ad = H5ad.open(source); Arena arena = Arena.ofConfined()) {
             MemorySegment expected = arena.allocate(90L * 12 * 4);
             MemorySegment found = arena.allocate(90L * 12 * 4);
@@ -139,7 +140,7 @@ class ShardsTest {
     @Test
     void validationNamesWhatIsWrong() throws IOException {
         Path out = dir.resolve("broken");
-        ShardWriter.write(input, out, 50, null);
+        ShardWriter.builder().setInput(input).optShardSize(50).write(out);
         try (RandomAccessFile file = new RandomAccessFile(out.resolve("shard_000001.npy").toFile(), "rw")) {
             file.seek(file.length() - 10);
             file.write(0x7f);
@@ -155,7 +156,34 @@ class ShardsTest {
         MemfitException missing = assertThrows(MemfitException.class, () -> ShardStore.validate(out));
         assertTrue(missing.getMessage().contains("shard_000001.npy: expected the shard listed in shard_metadata.json, found no file"),
                 missing.getMessage());
-        MemfitException zero = assertThrows(MemfitException.class, () -> ShardWriter.write(input, dir.resolve("zero"), 0, null));
+        MemfitException zero = assertThrows(MemfitException.class, () -> ShardWriter.builder().setInput(input)
+                .optShardSize(0).write(dir.resolve("zero")));
         assertTrue(zero.getMessage().contains("shard size must be at least 1"), zero.getMessage());
+    }
+
+    @Test
+    void progressGoesToTheListenerInCells() {
+        Path out = dir.resolve("listened");
+        dev.memfit.RecordingProgress first = new dev.memfit.RecordingProgress();
+        ShardWriter.builder().setInput(input).optShardSize(50).optProgress(first).write(out);
+        dev.memfit.RecordingProgress.Seen task = first.only();
+        assertEquals("Sharding atlas.h5ad", task.name());
+        assertEquals(120, task.total());
+        assertEquals("cells", task.unit());
+        assertEquals(120, task.steps().get(), "every cell once");
+        assertTrue(task.closed().get());
+        dev.memfit.RecordingProgress again = new dev.memfit.RecordingProgress();
+        assertEquals(0, ShardWriter.builder().setInput(input).optShardSize(50).optProgress(again).write(out).written());
+        assertEquals(120, again.only().steps().get(), "a resumed run counts the finished shards' cells, not more");
+    }
+
+    @Test
+    void theBuilderSaysWhatIsMissing() {
+        MemfitException noInput = assertThrows(MemfitException.class, () -> ShardWriter.builder().write(dir.resolve("x")));
+        assertTrue(noInput.getMessage().startsWith("setInput(file) is required"), noInput.getMessage());
+        MemfitException noListener = assertThrows(MemfitException.class,
+                () -> ShardWriter.builder().setInput(input).optProgress(null).write(dir.resolve("x")));
+        assertTrue(noListener.getMessage().contains("ProgressListener.silent()"), noListener.getMessage());
+        assertTrue(Files.notExists(dir.resolve("x")), "nothing written before the settings are valid");
     }
 }

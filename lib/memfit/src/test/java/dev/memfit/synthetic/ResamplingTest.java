@@ -24,7 +24,8 @@ class ResamplingTest {
         }
         try (ArraySource source = ArraySource.of("ten", rows)) {
             // A chunk of 7 rows: the last chunk is partial.
-            Path out = Resampling.rowsWithReplacement(source, 100, dir.resolve("big.npy"), 3, 7 * 12);
+            Path out = Resampling.builder().setSource(source).setRows(100).optSeed(3).optChunkBytes(7 * 12)
+                    .write(dir.resolve("big.npy"));
             try (NpyArray array = Npy.map(out)) {
                 assertArrayEquals(new long[]{100, 3}, array.shape());
                 Set<Integer> drawn = new HashSet<>();

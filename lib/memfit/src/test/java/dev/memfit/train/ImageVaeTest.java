@@ -17,7 +17,8 @@ class ImageVaeTest {
 
     @Test
     void latentSeparatesTheConformationsAndEagerEqualsLazy(@TempDir Path dir) {
-        SyntheticParticles.Written written = SyntheticParticles.write(dir, 600, 24, 200, 0.4, 30, 11);
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(600).setSize(24)
+                .optPerStack(200).optNoise(0.4).optMaxAngle(30).optSeed(11).write(dir);
         double[] eagerLosses;
         double separability;
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
@@ -49,7 +50,8 @@ class ImageVaeTest {
 
     @Test
     void accumulationStepsOncePerGroup(@TempDir Path dir) {
-        SyntheticParticles.Written written = SyntheticParticles.write(dir, 100, 12, 100, 0.1, 30, 2);
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(100).setSize(12)
+                .optPerStack(100).optNoise(0.1).optMaxAngle(30).optSeed(2).write(dir);
         try (ImageVae vae = ImageVae.builder().optEpochs(2).optHidden(16).optGradientAccumulation(3).build();
              Loader loader = Datasets.particles(written.star()).eager().optBatchSize(10).build()) {
             List<EpochStats> history = vae.fit(loader, stats -> { });

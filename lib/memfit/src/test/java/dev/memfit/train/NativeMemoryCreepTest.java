@@ -19,7 +19,8 @@ class NativeMemoryCreepTest {
 
     @Test
     void residentMemoryStaysFlatOverAThousandSteps() {
-        try (SyntheticTopics.Corpus corpus = SyntheticTopics.generate(64, 2_000, 3, 200, 1)) {
+        try (SyntheticTopics.Corpus corpus = SyntheticTopics.builder().setDocuments(64).setTerms(2_000).setTopics(3)
+                .setDocumentLength(200).optSeed(1).generate()) {
             for (boolean sparse : new boolean[]{true, false}) {
                 List<Long> rss = new ArrayList<>();
                 TopicModel model = TopicModel.builder().setTopics(3).optEpochs(250).optSparseDocumentUpdates(sparse).build();

@@ -22,7 +22,8 @@ class TopicModelTest {
 
     @BeforeAll
     static void generate() {
-        corpus = SyntheticTopics.generate(1_000, 300, 4, 500, 11);
+        corpus = SyntheticTopics.builder().setDocuments(1_000).setTerms(300).setTopics(4).setDocumentLength(500)
+                .optSeed(11).generate();
     }
 
     @Test
@@ -70,7 +71,8 @@ class TopicModelTest {
 
     @Test
     void recoveryOfUnrelatedTopicsIsLow() {
-        try (SyntheticTopics.Corpus other = SyntheticTopics.generate(10, 300, 4, 50, 99)) {
+        try (SyntheticTopics.Corpus other = SyntheticTopics.builder().setDocuments(10).setTerms(300).setTopics(4)
+                .setDocumentLength(50).optSeed(99).generate()) {
             assertTrue(TopicRecovery.score(other.trueF(), corpus.trueF()) < 0.5);
             assertEquals(1.0, TopicRecovery.score(corpus.trueF(), corpus.trueF()), 1e-9);
         }
@@ -112,7 +114,8 @@ class TopicModelTest {
     @org.junit.jupiter.params.ParameterizedTest(name = "sparse document updates: {0}")
     @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
     void gradientAccumulationEqualsTheLargeBatch(boolean sparse) {
-        try (SyntheticTopics.Corpus small = SyntheticTopics.generate(256, 50, 3, 100, 5)) {
+        try (SyntheticTopics.Corpus small = SyntheticTopics.builder().setDocuments(256).setTerms(50).setTopics(3)
+                .setDocumentLength(100).optSeed(5).generate()) {
             float[][] large;
             float[][] accumulated;
             float[] largeDocument;

@@ -1,7 +1,5 @@
 package dev.memfit.io.mrc;
 
-import dev.memfit.DType;
-import dev.memfit.InvalidFileException;
 import dev.memfit.io.storage.Storage;
 import dev.memfit.MemfitException;
 
@@ -18,10 +16,9 @@ import java.nio.file.StandardOpenOption;
  * Reads and writes MRC2014 files: cryo-EM image stacks ({@code .mrcs}) and volumes ({@code .mrc}).
  *
  * <pre>{@code
- * MrcHeader header = Mrc.readHeader(Path.of("particles.mrcs"));
- * try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined()) {
- *     MemorySegment images = arena.allocate(10 * header.imagePixels() * Float.BYTES);
- *     Mrc.readImages(storage, path, header, 0, 10, images);   // float32, native byte order
+ * try (MrcReader reader = Mrc.open(Path.of("particles.mrcs")); Arena arena = Arena.ofConfined()) {
+ *     MemorySegment images = arena.allocate(10 * reader.header().imagePixels() * Float.BYTES);
+ *     reader.readImages(0, 10, images);   // float32, native byte order
  * }
  * }</pre>
  */
@@ -52,24 +49,25 @@ public final class Mrc {
     }
 
     /**
-     * Reads consecutive images as float32 in the platform's byte order, converting from the file's mode.
+     * Opens a file for reading images, with positional reads of its own (closed with the reader).
      *
-     * @param storage where the bytes come from
-     * @param file the file
-     * @param header its header
-     * @param first the first image
-     * @param count how many images
-     * @param into at least {@code count * imagePixels() * 4} bytes, also used to stage the raw bytes
+     * @param file the {@code .mrcs} or {@code .mrc}
+     * @return the reader, to be closed
      */
-    public static void readImages(Storage storage, Path file, MrcHeader header, long first, int count, MemorySegment into) {
-        if (first < 0 || count < 0 || first + count > header.nz()) {
-            throw new InvalidFileException(file, -1, "images in [0, " + header.nz() + ")",
-                    "a request for images [" + first + ", " + (first + count) + ")");
-        }
-        long pixels = header.imagePixels() * count;
-        long staging = DType.stagingOffset(pixels, header.dtype(), DType.FLOAT32);
-        storage.read(file, header.imageOffset(first), into.asSlice(staging, pixels * header.dtype().byteSize()));
-        DType.convertInPlace(into, pixels, header.dtype(), header.byteOrder(), DType.FLOAT32);
+    public static MrcReader open(Path file) {
+        return new MrcReader(file, readHeader(file), Storage.local(), true);
+    }
+
+    /**
+     * Opens a file for reading images through a storage (left open when the reader closes, so that one storage
+     * can serve many files).
+     *
+     * @param file the {@code .mrcs} or {@code .mrc}
+     * @param storage where the bytes come from
+     * @return the reader, to be closed
+     */
+    public static MrcReader open(Path file, Storage storage) {
+        return new MrcReader(file, readHeader(file), storage, false);
     }
 
     /**

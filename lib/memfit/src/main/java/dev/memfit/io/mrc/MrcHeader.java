@@ -2,6 +2,7 @@ package dev.memfit.io.mrc;
 
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
+import dev.memfit.MemfitException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -29,18 +30,115 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
     public static final int HEADER_BYTES = 1024;
 
     /**
-     * A header for a new little-endian image stack.
+     * Starts describing a new little-endian image stack: {@code setWidth}, {@code setHeight} and {@code setImages}
+     * are required; defaults are float32 (mode 2) and a voxel size of 1 Angstrom.
      *
-     * @param nx pixels per row
-     * @param ny rows per image
-     * @param images the number of images
-     * @param dtype one of the supported mode types
-     * @param voxelSize the pixel size in Angstrom
-     * @return the header
+     * <pre>{@code
+     * MrcHeader header = MrcHeader.builder().setWidth(64).setHeight(64).setImages(1_000)
+     *         .optDType(DType.FLOAT16).optVoxelSize(1.5).build();
+     * }</pre>
+     *
+     * @return the builder
      */
-    public static MrcHeader stack(int nx, int ny, long images, DType dtype, double voxelSize) {
-        mode(dtype);
-        return new MrcHeader(nx, ny, images, dtype, ByteOrder.LITTLE_ENDIAN, 0, voxelSize);
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Describes a new image stack; {@link #build()} validates the settings. */
+    public static final class Builder {
+
+        private int nx;
+        private int ny;
+        private long images = -1;
+        private DType dtype = DType.FLOAT32;
+        private double voxelSize = 1;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the number of pixels per row, NX (required).
+         *
+         * @param pixels at least 1
+         * @return this builder
+         */
+        public Builder setWidth(int pixels) {
+            this.nx = pixels;
+            return this;
+        }
+
+        /**
+         * Sets the number of rows per image, NY (required).
+         *
+         * @param rows at least 1
+         * @return this builder
+         */
+        public Builder setHeight(int rows) {
+            this.ny = rows;
+            return this;
+        }
+
+        /**
+         * Sets the number of images, NZ (required).
+         *
+         * @param count from 0 to 2^31 - 1
+         * @return this builder
+         */
+        public Builder setImages(long count) {
+            this.images = count;
+            return this;
+        }
+
+        /**
+         * Sets the element type (default float32).
+         *
+         * @param type INT8, INT16, FLOAT32, UINT16 or FLOAT16 (modes 0, 1, 2, 6, 12)
+         * @return this builder
+         */
+        public Builder optDType(DType type) {
+            this.dtype = type;
+            return this;
+        }
+
+        /**
+         * Sets the pixel size (default 1 Angstrom).
+         *
+         * @param angstrom at least 0 (0: unset)
+         * @return this builder
+         */
+        public Builder optVoxelSize(double angstrom) {
+            this.voxelSize = angstrom;
+            return this;
+        }
+
+        /**
+         * Validates the settings and makes the header.
+         *
+         * @return the header
+         * @throws MemfitException naming the setting to change
+         */
+        public MrcHeader build() {
+            if (nx < 1 || ny < 1) {
+                throw new MemfitException("setWidth(pixels) and setHeight(rows) are required and must be positive, got "
+                        + nx + "x" + ny);
+            }
+            if (images < 0 || images > Integer.MAX_VALUE) {
+                throw new MemfitException("setImages(n) is required, with n from 0 to 2^31 - 1 (NZ is a 32-bit field), got "
+                        + images);
+            }
+            if (dtype == null) {
+                throw new MemfitException("optDType(null): MRC needs INT8, INT16, FLOAT32, UINT16 or FLOAT16");
+            }
+            if (!(voxelSize >= 0)) {
+                throw new MemfitException("optVoxelSize needs a size >= 0 Angstrom, got " + voxelSize);
+            }
+            try {
+                mode(dtype);
+            } catch (IllegalArgumentException e) {
+                throw new MemfitException(e.getMessage(), e);
+            }
+            return new MrcHeader(nx, ny, images, dtype, ByteOrder.LITTLE_ENDIAN, 0, voxelSize);
+        }
     }
 
     /**

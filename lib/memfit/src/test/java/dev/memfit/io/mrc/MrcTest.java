@@ -78,7 +78,10 @@ class MrcTest {
                 assertEquals(name.endsWith("_ext") ? 100 : 0, header.extendedHeaderBytes(), name);
                 assertEquals(name.endsWith("_be") ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN, header.byteOrder(), name);
                 MemorySegment images = arena.allocate(3L * NX * NY * Float.BYTES);
-                Mrc.readImages(storage, file, header, 2, 3, images);
+                try (MrcReader reader = Mrc.open(file, storage)) {
+                    assertEquals(header, reader.header());
+                    reader.readImages(2, 3, images);
+                }
                 for (int z = 0; z < 3; z++) {
                     for (int y = 0; y < NY; y++) {
                         for (int x = 0; x < NX; x++) {
@@ -112,7 +115,8 @@ class MrcTest {
                     case "12" -> DType.FLOAT16;
                     default -> DType.FLOAT32;
                 };
-                Mrc.write(dir.resolve("w" + mode + ".mrcs"), MrcHeader.stack(NX, NY, NZ, dtype, 2.25), images);
+                Mrc.write(dir.resolve("w" + mode + ".mrcs"), MrcHeader.builder().setWidth(NX).setHeight(NY).setImages(NZ)
+                        .optDType(dtype).optVoxelSize(2.25).build(), images);
             }
         }
         String out = PythonPeer.run("""
@@ -144,7 +148,7 @@ class MrcTest {
 
     private static Path stack(Path dir) {
         try (Arena arena = Arena.ofConfined()) {
-            return Mrc.write(dir.resolve("ok.mrcs"), MrcHeader.stack(NX, NY, NZ, DType.FLOAT32, 1),
+            return Mrc.write(dir.resolve("ok.mrcs"), MrcHeader.builder().setWidth(NX).setHeight(NY).setImages(NZ).build(),
                     arena.allocate((long) NZ * NY * NX * Float.BYTES));
         }
     }
@@ -190,5 +194,30 @@ class MrcTest {
         Files.writeString(tiny, "x");
         assertTrue(assertThrows(InvalidFileException.class, () -> Mrc.readHeader(tiny)).getMessage()
                 .contains("expected an MRC header of 1024 bytes, found a file of 1 bytes"));
+    }
+
+    @Test
+    void headerBuilderValidatesAndReaderReadsWhatWasWritten(@TempDir Path dir) {
+        MrcHeader header = MrcHeader.builder().setWidth(NX).setHeight(NY).setImages(NZ).build();
+        assertEquals(new MrcHeader(NX, NY, NZ, DType.FLOAT32, ByteOrder.LITTLE_ENDIAN, 0, 1.0), header,
+                "defaults: float32, little-endian, 1 Angstrom");
+        dev.memfit.MemfitException noImages = assertThrows(dev.memfit.MemfitException.class,
+                () -> MrcHeader.builder().setWidth(NX).setHeight(NY).build());
+        assertTrue(noImages.getMessage().startsWith("setImages(n) is required"), noImages.getMessage());
+        dev.memfit.MemfitException noSize = assertThrows(dev.memfit.MemfitException.class,
+                () -> MrcHeader.builder().setImages(3).build());
+        assertTrue(noSize.getMessage().startsWith("setWidth(pixels) and setHeight(rows) are required"), noSize.getMessage());
+        dev.memfit.MemfitException mode = assertThrows(dev.memfit.MemfitException.class,
+                () -> MrcHeader.builder().setWidth(NX).setHeight(NY).setImages(1).optDType(DType.INT64).build());
+        assertTrue(mode.getMessage().contains("MRC has no mode for INT64"), mode.getMessage());
+
+        Path file = stack(dir);
+        try (MrcReader reader = Mrc.open(file); Arena arena = Arena.ofConfined()) {
+            assertEquals(header, reader.header());
+            MemorySegment image = arena.allocate((long) NX * NY * Float.BYTES);
+            reader.readImages(NZ - 1, 1, image);
+            InvalidFileException past = assertThrows(InvalidFileException.class, () -> reader.readImages(NZ - 1, 2, image));
+            assertTrue(past.getMessage().contains("a request for images [4, 6)"), past.getMessage());
+        }
     }
 }
