@@ -6,13 +6,13 @@ import dev.memfit.MemfitException;
 import dev.memfit.Threads;
 import dev.memfit.DType;
 import dev.memfit.NativeMemory;
+import dev.memfit.sample.SampleOrder;
 import dev.memfit.sample.Sampler;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.concurrent.ConcurrentLinkedDeque;
@@ -164,7 +164,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
     private final class EpochIterator implements Loader.Epoch {
         private final long epoch;
-        private final long[] order;
+        private final SampleOrder order;
         private final long batches;
         private final ArrayDeque<Read> pending = new ArrayDeque<>();
         private long submitted;
@@ -173,7 +173,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
         EpochIterator(long epoch) {
             this.epoch = epoch;
-            this.order = sampler.indices(epoch);
+            this.order = sampler.order(epoch);
             this.batches = batchesPerEpoch();
             submitMore();
         }
@@ -212,9 +212,9 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                     return;
                 }
                 long number = submitted++;
-                int from = Math.toIntExact(number * batchSize);
-                int to = Math.min(order.length, from + batchSize);
-                long[] indices = Arrays.copyOfRange(order, from, to);
+                long from = number * batchSize;
+                long[] indices = new long[(int) Math.min(batchSize, order.length() - from)];
+                order.copy(from, indices, indices.length);
                 Read read = new Read(buffer, () -> fill(epoch, number, indices, buffer));
                 pending.add(read);
                 if (pool != null) {

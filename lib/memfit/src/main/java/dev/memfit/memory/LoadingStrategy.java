@@ -378,7 +378,7 @@ public sealed interface LoadingStrategy {
 
     /**
      * Memory-mapped shards written by {@code ./memfit shard}; with several devices, each rank reads whole shards of
-     * its own, rank and world size taken from the environment ({@link DistributedShardSampler#fromEnvironment}).
+     * its own, rank and world size taken from the environment ({@link DistributedShardSampler.Builder#optEnvironment}).
      *
      * @param devices the data-parallel devices (ranks), at least 1
      * @param seed the seed of the shard and sample order, shared by every rank
@@ -424,7 +424,8 @@ public sealed interface LoadingStrategy {
                 try (ShardStore store = ShardStore.open(path)) {
                     sizes = store.shardSizes();
                 }
-                builder.optSampler(DistributedShardSampler.fromEnvironment(sizes, seed, System.getenv()));
+                builder.optSampler(DistributedShardSampler.builder().setShardSizes(sizes).optSeed(seed)
+                        .optEnvironment(System.getenv()).build());
             }
             return builder;
         }

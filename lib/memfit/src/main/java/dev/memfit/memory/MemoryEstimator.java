@@ -4,6 +4,7 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
 import dev.memfit.MemfitException;
+import dev.memfit.sample.ShuffledSampler;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -153,9 +154,17 @@ public final class MemoryEstimator {
         int buffers = loading instanceof LoadingStrategy.Streaming ? 2 : Math.max(1, prefetch) + 1;
         parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "loader batch buffers (%d x %d x %s)", buffers,
                 batchSize, human(sampleBytes)), MemoryEstimate.Where.NATIVE, (long) buffers * batchSize * sampleBytes));
-        parts.add(new MemoryEstimate.Component(loading instanceof LoadingStrategy.Streaming ? "epoch order (8 bytes per chunk)"
-                : shuffled ? "epoch order (8 bytes per sample)" : "epoch order (8 bytes per sample, sequential)",
-                MemoryEstimate.Where.HEAP, 8 * epochLength));
+        // the loader asks the sampler for each batch's positions: a sequential order and a shuffle of more than
+        // ShuffledSampler.ARRAY_LIMIT samples are computed on demand, a smaller shuffle is one long[] per epoch
+        if (loading instanceof LoadingStrategy.Streaming) {
+            parts.add(new MemoryEstimate.Component("epoch order (8 bytes per chunk)", MemoryEstimate.Where.HEAP, 8 * epochLength));
+        } else if (!shuffled) {
+            parts.add(new MemoryEstimate.Component("epoch order (sequential, computed on demand)", MemoryEstimate.Where.HEAP, 0));
+        } else if (epochLength > ShuffledSampler.ARRAY_LIMIT) {
+            parts.add(new MemoryEstimate.Component("epoch order (a keyed permutation, computed on demand)", MemoryEstimate.Where.HEAP, 0));
+        } else {
+            parts.add(new MemoryEstimate.Component("epoch order (8 bytes per sample)", MemoryEstimate.Where.HEAP, 8 * epochLength));
+        }
         if (parameters > 0) {
             long weights = parameters * bytesPerValue;
             parts.add(new MemoryEstimate.Component("parameters (" + parameters + " x " + bytesPerValue + " B) per device",
@@ -292,7 +301,8 @@ public final class MemoryEstimator {
         }
 
         /**
-         * Whether the loader shuffles (default true); the epoch order is held on the heap either way.
+         * Whether the loader shuffles (default true): a shuffled epoch order of up to {@link ShuffledSampler#ARRAY_LIMIT}
+         * samples is held on the heap, a sequential one is computed on demand.
          *
          * @param shuffle true when shuffling
          * @return this builder

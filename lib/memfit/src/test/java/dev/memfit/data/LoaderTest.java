@@ -216,6 +216,51 @@ class LoaderTest {
     }
 
     @Test
+    void aSourceOfMoreThan2To31SamplesIsShuffledWithoutAnEpochArray() {
+        long size = 5_000_000_000L;
+        dev.memfit.source.SampleSource huge = new dev.memfit.source.SampleSource() {
+            @Override
+            public long size() {
+                return size;
+            }
+
+            @Override
+            public Shape sampleShape() {
+                return new Shape(1);
+            }
+
+            @Override
+            public DType dtype() {
+                return DType.INT64;
+            }
+
+            @Override
+            public void read(long index, MemorySegment into) {
+                into.set(ValueLayout.JAVA_LONG, 0, index);
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        try (Loader loader = Datasets.of(huge).optBatchSize(1000).optShuffle(5).optThreads(1).build()) {
+            assertEquals(5_000_000L, loader.batchesPerEpoch());
+            Set<Long> seen = new HashSet<>();
+            var batches = loader.epoch(0).iterator();
+            for (int b = 0; b < 3; b++) {
+                dev.memfit.data.Batch batch = batches.next();
+                for (int i = 0; i < batch.size(); i++) {
+                    long index = batch.indices()[i];
+                    assertTrue(index >= 0 && index < size, "index " + index);
+                    assertEquals(index, batch.data().getAtIndex(ValueLayout.JAVA_LONG, i), "the sample carries its own index");
+                    assertTrue(seen.add(index), "no sample twice");
+                }
+            }
+            assertTrue(seen.stream().anyMatch(index -> index > Integer.MAX_VALUE), "positions past 2^31 are drawn");
+        }
+    }
+
+    @Test
     void leavingAnEpochEarlyDoesNotBlockTheNext(@TempDir Path dir) {
         try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(4).optShuffle(2).optPrefetch(4).optThreads(2).build()) {
             for (dev.memfit.data.Batch batch : loader.epoch(0)) {

@@ -33,7 +33,7 @@ class LoadingStrategyTest {
         samples = dir.resolve("samples");
         cells = dir.resolve("cells.h5ad");
         shards = dir.resolve("shards");
-        ShardWriter.write(cells, shards, 16, null);
+        ShardWriter.builder().setInput(cells).optShardSize(16).write(shards);
     }
 
     @Test
