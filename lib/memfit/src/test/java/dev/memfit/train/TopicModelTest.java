@@ -50,16 +50,16 @@ class TopicModelTest {
     @org.junit.jupiter.params.ParameterizedTest(name = "sparse document updates: {0}, {1} epochs, lr {2}")
     @org.junit.jupiter.params.provider.CsvSource({"true, 30, 0.05", "false, 60, 0.2"})
     void recoversTheTrueTopics(boolean sparse, int epochs, double learningRate) {
-        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(epochs).optLearningRate(learningRate).optSeed(3)
-                .optSparseDocumentUpdates(sparse).build();
-        try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(64).optShuffle(5).build();
-             TopicFit fit = model.fit(loader)) {
-            double score = TopicRecovery.score(fit.topicTerms(), corpus.trueF());
+        try (TopicModel model = TopicModel.builder().setTopics(4).optEpochs(epochs).optLearningRate(learningRate).optSeed(3)
+                     .optSparseDocumentUpdates(sparse).build();
+             Loader loader = Datasets.of(corpus.counts()).optBatchSize(64).optShuffle(5).build()) {
+            FitResult fit = model.fit(loader);
+            double score = TopicRecovery.score(model.topicTerms(), corpus.trueF());
             assertTrue(score > 0.9, "topic recovery " + score);
             double[] losses = fit.losses();
             assertEquals(epochs, losses.length);
             assertTrue(losses[epochs - 1] < losses[0], "loss should fall: " + losses[0] + " -> " + losses[epochs - 1]);
-            float[] l0 = fit.documentTopics(0);
+            float[] l0 = model.documentTopics(0);
             double sum = 0;
             for (float v : l0) {
                 sum += v;
@@ -80,16 +80,16 @@ class TopicModelTest {
     void mappedFileGivesTheSameLossCurveAsMemory(@TempDir Path dir) {
         Path file = dir.resolve("counts.npy");
         Npy.write(file, NpyHeader.of(dev.memfit.DType.FLOAT32, corpus.counts().size(), 300), corpus.counts().data());
-        TopicModel model = TopicModel.builder().setTopics(4).optEpochs(3).optSeed(8).build();
         double[] inMemory;
         double[] mapped;
-        try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(100).optShuffle(21).build();
-             TopicFit fit = model.fit(loader)) {
-            inMemory = fit.losses();
-        }
-        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(100).optShuffle(21).optThreads(2).build();
-             TopicFit fit = model.fit(loader)) {
-            mapped = fit.losses();
+        try (TopicModel model = TopicModel.builder().setTopics(4).optEpochs(3).optSeed(8).build()) {
+            try (Loader loader = Datasets.of(corpus.counts()).optBatchSize(100).optShuffle(21).build()) {
+                inMemory = model.fit(loader).losses();
+            }
+            // a second fit starts again from the seed's parameters
+            try (Loader loader = Datasets.npy(file).mapped().optBatchSize(100).optShuffle(21).optThreads(2).build()) {
+                mapped = model.fit(loader).losses();
+            }
         }
         for (int e = 0; e < inMemory.length; e++) {
             assertEquals(inMemory[e], mapped[e], 1e-6 * Math.abs(inMemory[e]), "same seed, same batches: the same loss, epoch " + e);
@@ -100,8 +100,8 @@ class TopicModelTest {
     void refusesIntegerBatchesWithAHint(@TempDir Path dir) {
         Path file = dir.resolve("ints.npy");
         Npy.write(file, NpyHeader.of(dev.memfit.DType.INT32, 4, 3), java.lang.foreign.MemorySegment.ofArray(new int[12]));
-        TopicModel model = TopicModel.builder().setTopics(2).build();
-        try (Loader loader = Datasets.npy(file).mapped().optBatchSize(2).build()) {
+        try (TopicModel model = TopicModel.builder().setTopics(2).build();
+             Loader loader = Datasets.npy(file).mapped().optBatchSize(2).build()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> model.fit(loader));
             assertTrue(e.getMessage().contains(".optConvertTo(DType.FLOAT32)"));
         }
@@ -112,24 +112,27 @@ class TopicModelTest {
     @org.junit.jupiter.params.ParameterizedTest(name = "sparse document updates: {0}")
     @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
     void gradientAccumulationEqualsTheLargeBatch(boolean sparse) {
-        try (SyntheticTopics.Corpus small = SyntheticTopics.generate(256, 50, 3, 100, 5)) {
-            float[][] large;
-            float[][] accumulated;
-            float[] largeDocument;
-            float[] accumulatedDocument;
-            TopicModel oneStep = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
-                    .optSparseDocumentUpdates(sparse).build();
-            TopicModel fourMicroBatches = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
-                    .optSparseDocumentUpdates(sparse).optGradientAccumulation(4).build();
-            try (Loader loader = Datasets.of(small.counts()).optBatchSize(128).build(); TopicFit fit = oneStep.fit(loader)) {
-                large = fit.topicTerms();
-                largeDocument = fit.documentTopics(200);
-                assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
+        float[][] large;
+        float[][] accumulated;
+        float[] largeDocument;
+        float[] accumulatedDocument;
+        try (SyntheticTopics.Corpus small = SyntheticTopics.generate(256, 50, 3, 100, 5);
+             TopicModel oneStep = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
+                     .optSparseDocumentUpdates(sparse).build();
+             TopicModel fourMicroBatches = TopicModel.builder().setTopics(3).optEpochs(1).optLearningRate(0.05).optSeed(2)
+                     .optSparseDocumentUpdates(sparse).optGradientAccumulation(4).build()) {
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(128).build()) {
+                FitResult fit = oneStep.fit(loader);
+                large = oneStep.topicTerms();
+                largeDocument = oneStep.documentTopics(200);
+                assertEquals(2, fit.steps(), "optimizer steps");
             }
-            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build(); TopicFit fit = fourMicroBatches.fit(loader)) {
-                accumulated = fit.topicTerms();
-                accumulatedDocument = fit.documentTopics(200);
-                assertEquals(2, fit.history().getFirst().batches(), "optimizer steps");
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build()) {
+                FitResult fit = fourMicroBatches.fit(loader);
+                accumulated = fourMicroBatches.topicTerms();
+                accumulatedDocument = fourMicroBatches.documentTopics(200);
+                assertEquals(8, fit.history().getFirst().batches(), "batches read");
+                assertEquals(2, fit.steps(), "optimizer steps");
             }
             double largest = 0;
             for (int t = 0; t < 3; t++) {
@@ -140,10 +143,11 @@ class TopicModelTest {
             }
             assertTrue(largest < 1e-4, "largest relative difference " + largest);
             // without accumulation, batches of 32 take four different steps: a measurably different result
-            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build(); TopicFit fit = oneStep.fit(loader)) {
+            try (Loader loader = Datasets.of(small.counts()).optBatchSize(32).build()) {
+                oneStep.fit(loader);
                 double differs = 0;
                 for (int j = 0; j < 50; j++) {
-                    differs = Math.max(differs, Math.abs(fit.topicTerms()[0][j] - large[0][j]) / large[0][j]);
+                    differs = Math.max(differs, Math.abs(oneStep.topicTerms()[0][j] - large[0][j]) / large[0][j]);
                 }
                 assertTrue(differs > 1e-3, "four small steps should differ from two large ones: " + differs);
             }
