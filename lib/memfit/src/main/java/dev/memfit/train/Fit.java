@@ -12,6 +12,7 @@ import dev.memfit.memory.DeviceMemory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.function.Predicate;
 
 /**
@@ -104,12 +105,13 @@ final class Fit {
      * {@link Model#update}.
      *
      * @param loader the training data
-     * @param parameters the manager of the model's parameters; steps' arrays live in its sub-managers
+     * @param parameters the manager of the model's parameters, on the training device; steps' arrays live in its
+     *        sub-managers
      * @param model the model
      * @return the epochs' statistics
      */
     FitResult run(Loader loader, NDManager parameters, Model model) {
-        Device target = device();
+        Device target = parameters.getDevice();
         // Reseeded per fit so that the same loader order gives the same losses (the VAE samples noise), whatever
         // building the parameters drew from the generator.
         seed();
@@ -119,7 +121,7 @@ final class Fit {
             for (int epoch = 1; epoch <= epochs; epoch++) {
                 EpochStats stats = epoch(epoch, loader, parameters, model, target, bar);
                 history.add(stats);
-                bar.message(String.format("epoch %d loss %.4g", epoch, stats.loss()));
+                bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", epoch, stats.loss()));
                 epochListener.onEpoch(stats);
                 if (stopWhen.test(stats)) {
                     break;

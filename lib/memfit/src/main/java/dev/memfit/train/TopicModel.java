@@ -104,14 +104,14 @@ public final class TopicModel implements Trainer {
         release();
         try (NDManager manager = Fit.engine().newBaseManager(loop.device())) {
             SplittableRandom random = new SplittableRandom(seed);
-            NDArray docLogits = uniform(manager, random, new Shape(documents, topics));
-            NDArray topicLogits = uniform(manager, random, new Shape(topics, terms));
+            NDArray docLogits = uniform(manager, random, new Shape(documents, topics), CHUNK_VALUES);
+            NDArray topicLogits = uniform(manager, random, new Shape(topics, terms), CHUNK_VALUES);
             topicLogits.setRequiresGradient(true);
             if (!sparseDocumentUpdates) {
                 docLogits.setRequiresGradient(true);
             }
             FitResult result = loop.run(loader, manager, new Training(manager, docLogits, topicLogits));
-            documentTopics = toSource(docLogits, documents);
+            documentTopics = toSource(docLogits, CHUNK_VALUES);
             topicTerms = toRows(topicLogits.softmax(1));
             return result;
         }
@@ -264,12 +264,14 @@ public final class TopicModel implements Trainer {
         }
     }
 
-    /** Uniform values in [-0.1, 0.1), drawn row-major from Java's generator, built on the device piece by piece. */
-    private static NDArray uniform(NDManager manager, SplittableRandom random, Shape shape) {
-        // Java's generator, so that a seed gives the same start on every device and engine version.
+    /**
+     * Uniform values in [-0.1, 0.1), drawn row-major from Java's generator (so that a seed gives the same start on
+     * every device and engine version), sent to the device in pieces of whole rows of at most {@code pieceValues}.
+     */
+    static NDArray uniform(NDManager manager, SplittableRandom random, Shape shape, int pieceValues) {
         long rows = shape.get(0);
         long cols = shape.get(1);
-        long rowsPerPiece = Math.max(1, CHUNK_VALUES / cols);
+        long rowsPerPiece = Math.max(1, pieceValues / cols);
         if (rows <= rowsPerPiece) {
             return manager.create(draw(random, rows * cols), shape);
         }
@@ -291,10 +293,11 @@ public final class TopicModel implements Trainer {
         return values;
     }
 
-    /** L = softmax(A) row-wise, copied to native memory piece by piece. */
-    private static ArraySource toSource(NDArray docLogits, long documents) {
+    /** L = softmax(A) row-wise, copied to native memory in pieces of whole rows of at most {@code pieceValues}. */
+    static ArraySource toSource(NDArray docLogits, int pieceValues) {
+        long documents = docLogits.getShape().get(0);
         long k = docLogits.getShape().get(1);
-        long rowsPerPiece = Math.max(1, CHUNK_VALUES / k);
+        long rowsPerPiece = Math.max(1, pieceValues / k);
         ArraySource source = ArraySource.allocate("document-topic proportions", documents, new Shape(k), DType.FLOAT32);
         for (long from = 0; from < documents; from += rowsPerPiece) {
             long to = Math.min(documents, from + rowsPerPiece);

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -153,6 +154,29 @@ class TopicModelTest {
             }
             // and the update did something: the topics moved away from the uniform start
             assertTrue(Math.abs(large[0][0] - 1.0 / 50) > 1e-5);
+        }
+    }
+
+    /**
+     * A and L cross between host and device in pieces of whole rows (Java arrays end at 2^31 values, A need not):
+     * pieces of 3 rows, of 1 row, and one piece give the same values, in the same order of the generator.
+     */
+    @Test
+    void documentTablesMoveInPiecesWithTheSameValues() {
+        try (ai.djl.ndarray.NDManager manager = Fit.engine().newBaseManager(ai.djl.Device.cpu())) {
+            ai.djl.ndarray.types.Shape shape = new ai.djl.ndarray.types.Shape(10, 4);
+            float[] whole = TopicModel.uniform(manager, new java.util.SplittableRandom(6), shape, 1 << 24).toFloatArray();
+            for (int pieceValues : new int[]{12, 3, 1}) {
+                ai.djl.ndarray.NDArray pieces = TopicModel.uniform(manager, new java.util.SplittableRandom(6), shape, pieceValues);
+                assertArrayEquals(whole, pieces.toFloatArray(), "pieces of " + pieceValues + " values");
+                try (dev.memfit.source.ArraySource inOne = TopicModel.toSource(pieces, 1 << 24);
+                     dev.memfit.source.ArraySource inPieces = TopicModel.toSource(pieces, pieceValues)) {
+                    float[] expected = inOne.data().toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT);
+                    assertArrayEquals(expected, inPieces.data().toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT));
+                    assertEquals(1.0, expected[36] + expected[37] + expected[38] + expected[39], 1e-6, "the last row sums to 1");
+                }
+            }
+            assertTrue(Math.abs(whole[39]) > 0 && Math.abs(whole[39]) <= 0.1);
         }
     }
 }
