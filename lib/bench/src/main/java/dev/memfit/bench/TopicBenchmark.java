@@ -6,7 +6,7 @@ import dev.memfit.data.Loader;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.synthetic.SyntheticTopics;
-import dev.memfit.train.TopicFit;
+import dev.memfit.train.FitResult;
 import dev.memfit.train.TopicModel;
 
 import java.nio.file.Files;
@@ -73,10 +73,10 @@ public final class TopicBenchmark {
         List<Row> rows = new ArrayList<>();
         for (int batch : settings.batchSizes()) {
             for (boolean sparse : new boolean[]{false, true}) {
-                TopicModel model = TopicModel.builder().setTopics(settings.topics()).optEpochs(settings.epochs())
-                        .optLearningRate(settings.learningRate()).optSparseDocumentUpdates(sparse).build();
-                try (Loader loader = Datasets.npy(file).inMemory().optBatchSize(batch).optShuffle(1).build();
-                     TopicFit fit = model.fit(loader)) {
+                try (TopicModel model = TopicModel.builder().setTopics(settings.topics()).optEpochs(settings.epochs())
+                             .optLearningRate(settings.learningRate()).optSparseDocumentUpdates(sparse).build();
+                     Loader loader = Datasets.npy(file).inMemory().optBatchSize(batch).optShuffle(1).build()) {
+                    FitResult fit = model.fit(loader);
                     rows.add(summarize(sparse ? "memfit, sparse L updates (default)" : "memfit, dense L updates (as tinytopics)",
                             batch, fit.epochSeconds(), fit.losses()));
                 }

@@ -22,13 +22,19 @@ final class BlockTraining {
         }
     }
 
-    /** One optimizer step on every parameter; the gradient views go to {@code scope}, closed by the caller. */
-    static void step(Optimizer optimizer, NDManager scope, Block... blocks) {
+    /**
+     * One optimizer step on every parameter, its gradient multiplied by {@code scale} first (in place: DJL's update
+     * zeroes the parameter's gradient afterwards); the gradient views go to {@code scope}, closed by the caller.
+     */
+    static void step(Optimizer optimizer, NDManager scope, float scale, Block... blocks) {
         for (Block block : blocks) {
             for (Pair<String, Parameter> parameter : block.getParameters()) {
                 NDArray weight = parameter.getValue().getArray();
                 NDArray gradient = weight.getGradient();
                 gradient.attach(scope);
+                if (scale != 1f) {
+                    gradient.muli(scale);
+                }
                 optimizer.update(parameter.getValue().getId(), weight, gradient);
             }
         }

@@ -1,7 +1,6 @@
 package dev.memfit.train;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -10,44 +9,48 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
-import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import dev.memfit.Progress;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
-import dev.memfit.memory.DeviceMemory;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.function.Consumer;
+import java.util.Arrays;
 
 /**
  * A cell-type classifier: an MLP on log1p-transformed expression, trained with softmax cross-entropy on DJL
  * PyTorch (GPU when DJL sees one). Labels are looked up by sample index, so any sampler (uniform, weighted,
  * distributed) drives the batches.
+ *
+ * <p>The parameters are built by the first fit and kept until {@link #close()}: a second fit goes on training them.
+ *
+ * <pre>{@code
+ * try (CellClassifier classifier = CellClassifier.builder().setClasses(3).setLabels(labels).build()) {
+ *     double[] losses = classifier.fit(train).losses();
+ *     int[] predicted = classifier.predict(test);
+ * }
+ * }</pre>
  */
-public final class CellClassifier implements AutoCloseable {
+public final class CellClassifier implements Trainer {
 
     private final int classes;
+    private final int[] labels;
     private final int hidden;
-    private final int epochs;
     private final float learningRate;
-    private final long seed;
-    private final Device device;
+    private final Fit loop;
     private NDManager manager;
     private SequentialBlock network;
     private ParameterStore store;
+    private long genes;
+    private boolean closed;
 
     private CellClassifier(Builder builder) {
         this.classes = builder.classes;
+        this.labels = builder.labels;
         this.hidden = builder.hidden;
-        this.epochs = builder.epochs;
         this.learningRate = builder.learningRate;
-        this.seed = builder.seed;
-        this.device = builder.device;
+        this.loop = new Fit("Cell classifier", builder);
     }
 
     /**
@@ -60,65 +63,68 @@ public final class CellClassifier implements AutoCloseable {
     }
 
     /**
-     * Trains on the cells a loader yields.
+     * Trains on the cells a loader yields, each labelled by its index in the loader's source; the first fit builds
+     * the parameters, later ones go on training them.
      *
      * @param loader batches of cells (float32 expression)
-     * @param labels the class of every sample of the loader's source, by index
-     * @param onEpoch called after every epoch
-     * @return one entry per epoch (loss is the mean cross-entropy)
+     * @return what each epoch did (loss: the mean cross-entropy)
+     * @throws IllegalArgumentException when the labels do not cover the loader's source, or the cells differ in
+     *         genes from those of an earlier fit
      */
-    public List<EpochStats> fit(Loader loader, int[] labels, Consumer<EpochStats> onEpoch) {
-        Engine engine = Engine.getEngine("PyTorch");
-        Device target = device != null ? device : engine.defaultDevice();
-        long genes = loader.sampleShape().size();
+    @Override
+    public FitResult fit(Loader loader) {
+        checkOpen();
+        if (labels.length < loader.samples()) {
+            throw new IllegalArgumentException("setLabels gave " + labels.length + " labels; the loader's source has "
+                    + loader.samples() + " samples, and every one needs a label");
+        }
+        long size = loader.sampleShape().size();
         if (manager == null) {
-            engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
-            manager = engine.newBaseManager(target);
+            genes = size;
+            loop.seed();
+            manager = Fit.engine().newBaseManager(loop.device());
             network = new SequentialBlock()
                     .add(Linear.builder().setUnits(hidden).build()).add(Activation::relu)
                     .add(Linear.builder().setUnits(classes).build());
             network.initialize(manager, DataType.FLOAT32, new Shape(1, genes));
             store = new ParameterStore(manager, false);
             BlockTraining.requireGradients(network);
+        } else if (size != genes) {
+            throw new IllegalArgumentException("the classifier was built for cells of " + genes + " genes, the loader's have "
+                    + size);
         }
         Loss loss = Loss.softmaxCrossEntropyLoss();
         Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
-        List<EpochStats> history = new ArrayList<>();
-        try (Progress progress = Progress.bar("Cell classifier", epochs * loader.batchesPerEpoch(), "batches")) {
-            for (int epoch = 0; epoch < epochs; epoch++) {
-                long start = System.nanoTime();
-                double lossSum = 0;
-                long samples = 0;
-                long steps = 0;
-                for (Batch batch : loader.epoch(epoch)) {
-                    try (NDManager step = manager.newSubManager()) {
-                        NDArray x = batch.toNDArray(step).toDevice(target, false).reshape(batch.size(), genes).add(1f).log();
-                        int[] y = new int[batch.size()];
-                        long[] indices = batch.indices();
-                        for (int i = 0; i < y.length; i++) {
-                            y[i] = labels[Math.toIntExact(indices[i])];
-                        }
-                        NDArray truth = step.create(y).toDevice(target, false);
-                        try (GradientCollector collector = engine.newGradientCollector()) {
-                            NDArray logits = network.forward(store, new NDList(x), true).singletonOrThrow();
-                            NDArray value = loss.evaluate(new NDList(truth), new NDList(logits));
-                            collector.backward(value);
-                            lossSum += value.getFloat() * batch.size();
-                        }
-                        BlockTraining.step(adam, step, network);
-                    }
-                    samples += batch.size();
-                    steps++;
-                    progress.step(1);
+        int accumulation = loop.accumulation();
+        long stepSamples = (long) accumulation * loader.batchSize();
+        Device target = manager.getDevice();
+        return loop.run(loader, manager, new Fit.Model() {
+            @Override
+            public double backward(Batch batch, Fit.Step step) {
+                NDManager scope = step.batchScope();
+                NDArray x = batch.toNDArray(scope).toDevice(target, false).reshape(batch.size(), genes).add(1f).log();
+                int[] y = new int[batch.size()];
+                long[] indices = batch.indices();
+                for (int i = 0; i < y.length; i++) {
+                    y[i] = labels[Math.toIntExact(indices[i])];
                 }
-                DeviceMemory.releaseCache(target);
-                EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples), (System.nanoTime() - start) / 1e9,
-                        steps, samples);
-                history.add(stats);
-                onEpoch.accept(stats);
+                NDArray truth = scope.create(y).toDevice(target, false);
+                NDArray logits = network.forward(store, new NDList(x), true).singletonOrThrow();
+                NDArray value = loss.evaluate(new NDList(truth), new NDList(logits));
+                // The batch's mean, weighted by its share of a full step's samples: k accumulated batches give the
+                // mean over all their cells, the loss of one batch k times larger.
+                step.backward(accumulation == 1 ? value : value.mul(batch.size() / (float) stepSamples));
+                return value.getFloat() * batch.size();
             }
-        }
-        return history;
+
+            @Override
+            public void update(Fit.Step step) {
+                // A short last step of an epoch was weighted as a full one: its gradient becomes the mean over the
+                // cells it had, as the short last batch of a loader k times larger would give.
+                float scale = accumulation == 1 || step.samples() == stepSamples ? 1f : stepSamples / (float) step.samples();
+                BlockTraining.step(adam, step.scope(), scale, network);
+            }
+        });
     }
 
     /**
@@ -126,17 +132,19 @@ public final class CellClassifier implements AutoCloseable {
      *
      * @param loader batches of cells
      * @return the predicted class of each sample of the loader's source (-1 for samples the loader did not yield)
+     * @throws IllegalStateException before the first fit, or once closed
      */
     public int[] predict(Loader loader) {
+        checkOpen();
         if (manager == null) {
             throw new IllegalStateException("fit the classifier before predicting");
         }
         int[] predictions = new int[Math.toIntExact(loader.samples())];
-        java.util.Arrays.fill(predictions, -1);
-        long genes = loader.sampleShape().size();
+        Arrays.fill(predictions, -1);
+        long size = loader.sampleShape().size();
         for (Batch batch : loader.epoch(0)) {
             try (NDManager step = manager.newSubManager()) {
-                NDArray x = batch.toNDArray(step).toDevice(manager.getDevice(), false).reshape(batch.size(), genes).add(1f).log();
+                NDArray x = batch.toNDArray(step).toDevice(manager.getDevice(), false).reshape(batch.size(), size).add(1f).log();
                 long[] best = network.forward(store, new NDList(x), false).singletonOrThrow().argMax(1)
                         .toDevice(Device.cpu(), false).toType(DataType.INT64, false).toLongArray();
                 long[] indices = batch.indices();
@@ -172,17 +180,30 @@ public final class CellClassifier implements AutoCloseable {
         return recall;
     }
 
-    /** Frees the parameters. */
+    /** Frees the parameters. Idempotent. */
     @Override
     public void close() {
+        closed = true;
         if (manager != null) {
             manager.close();
+            manager = null;
         }
     }
 
-    /** Configures a {@link CellClassifier}: {@code setClasses} is required. */
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the cell classifier is closed");
+        }
+    }
+
+    /**
+     * Configures a {@link CellClassifier}: {@link #setClasses} and {@link #setLabels} are required, every
+     * {@code optX} optional. Defaults: 10 epochs, learning rate 1e-3, hidden width 128, and those of
+     * {@link TrainerBuilder}.
+     */
     public static final class Builder extends TrainerBuilder<Builder> {
         private int classes;
+        private int[] labels;
         private int hidden = 128;
 
         private Builder() {
@@ -206,6 +227,17 @@ public final class CellClassifier implements AutoCloseable {
         }
 
         /**
+         * Sets the class of every sample of the training loader's source, by sample index (required).
+         *
+         * @param bySample classes from 0 to {@code classes - 1}; not copied, so do not change them while training
+         * @return this builder
+         */
+        public Builder setLabels(int[] bySample) {
+            this.labels = bySample;
+            return this;
+        }
+
+        /**
          * Sets the width of the hidden layer (default 128).
          *
          * @param units at least 1
@@ -220,14 +252,24 @@ public final class CellClassifier implements AutoCloseable {
          * Validates and builds.
          *
          * @return the classifier
+         * @throws IllegalArgumentException when a setting is missing or out of range
          */
         public CellClassifier build() {
             validate();
-            if (classes < 2 || hidden < 1) {
-                throw new IllegalArgumentException("setClasses(k) with k >= 2 is required and hidden must be positive");
+            if (classes < 2) {
+                throw new IllegalArgumentException("setClasses(k) is required and k must be at least 2, got " + classes);
             }
-            if (accumulation != 1) {
-                throw new IllegalArgumentException("the cell classifier does not accumulate gradients yet");
+            if (labels == null) {
+                throw new IllegalArgumentException("setLabels(bySample) is required");
+            }
+            for (int i = 0; i < labels.length; i++) {
+                if (labels[i] < 0 || labels[i] >= classes) {
+                    throw new IllegalArgumentException("the label of sample " + i + " is " + labels[i]
+                            + ", outside the " + classes + " classes of setClasses");
+                }
+            }
+            if (hidden < 1) {
+                throw new IllegalArgumentException("optHidden(units) needs units >= 1, got " + hidden);
             }
             return new CellClassifier(this);
         }

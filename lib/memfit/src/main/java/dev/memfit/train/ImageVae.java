@@ -1,7 +1,6 @@
 package dev.memfit.train;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -13,19 +12,15 @@ import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
-import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.initializer.XavierInitializer;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import dev.memfit.Progress;
-import dev.memfit.memory.DeviceMemory;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 
 /**
  * A variational autoencoder on particle images (fully connected encoder and decoder, Gaussian latent of
@@ -34,32 +29,29 @@ import java.util.function.Consumer;
  * <p>Each image is standardised (zero mean, unit variance) before encoding. The loss per image is
  * {@code 0.5 * ||x - decoder(z)||^2 + beta * KL(q(z|x) || N(0, I))}, averaged over the batch. Train it from an eager
  * or a lazy loader: the model does not know the difference, which is the point.
+ *
+ * <p>The parameters are built by the first fit and kept until {@link #close()}: a second fit goes on training them.
  */
-public final class ImageVae implements AutoCloseable {
+public final class ImageVae implements Trainer {
 
     private final int latent;
     private final int hidden;
-    private final int epochs;
     private final float learningRate;
     private final float beta;
-    private final long seed;
-    private final Device device;
-    private final int accumulation;
+    private final Fit loop;
     private NDManager manager;
     private Block encoder;
     private Block decoder;
     private ParameterStore store;
     private long pixels;
+    private boolean closed;
 
     private ImageVae(Builder builder) {
-        this.accumulation = builder.accumulation;
         this.latent = builder.latent;
         this.hidden = builder.hidden;
-        this.epochs = builder.epochs;
         this.learningRate = builder.learningRate;
         this.beta = builder.beta;
-        this.seed = builder.seed;
-        this.device = builder.device;
+        this.loop = new Fit("Image VAE", builder);
     }
 
     /**
@@ -81,82 +73,52 @@ public final class ImageVae implements AutoCloseable {
     }
 
     /**
-     * Trains on the images a loader yields (float32, any image shape).
+     * Trains on the images a loader yields (float32, any image shape); the first fit builds the parameters, later
+     * ones go on training them.
      *
      * @param loader batches of images
-     * @param onEpoch called after every epoch
-     * @return one entry per epoch
+     * @return what each epoch did (loss: the mean loss per image)
+     * @throws IllegalArgumentException when the images differ in size from those of an earlier fit
      */
-    public List<EpochStats> fit(Loader loader, Consumer<EpochStats> onEpoch) {
-        Engine engine = Engine.getEngine("PyTorch");
-        Device target = device != null ? device : engine.defaultDevice();
-        pixels = loader.sampleShape().size();
+    @Override
+    public FitResult fit(Loader loader) {
+        checkOpen();
+        long size = loader.sampleShape().size();
         if (manager == null) {
-            engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
-            manager = engine.newBaseManager(target);
+            pixels = size;
+            loop.seed();
+            manager = Fit.engine().newBaseManager(loop.device());
             encoder = mlp(2L * latent);
             decoder = mlp(pixels);
             encoder.initialize(manager, DataType.FLOAT32, new Shape(1, pixels));
             decoder.initialize(manager, DataType.FLOAT32, new Shape(1, latent));
             store = new ParameterStore(manager, false);
             BlockTraining.requireGradients(encoder, decoder);
+        } else if (size != pixels) {
+            throw new IllegalArgumentException("the VAE was built for images of " + pixels + " pixels, the loader's have "
+                    + size);
         }
-        // Reseeded per fit so that the same loader order gives the same losses, eager or lazy.
-        engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
         Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
-        List<EpochStats> history = new ArrayList<>();
-        try (Progress progress = Progress.bar("Image VAE", epochs * loader.batchesPerEpoch(), "batches")) {
-            for (int epoch = 0; epoch < epochs; epoch++) {
-                long start = System.nanoTime();
-                double lossSum = 0;
-                long samples = 0;
-                long steps = 0;
-                NDManager group = null;
-                GradientCollector collector = null;
-                int inGroup = 0;
-                // Each micro-batch contributes its share of the mean over k full batches, so k accumulated
-                // micro-batches give the gradient of one batch k times larger (a partial last group counts as full).
-                float share = 1f / (accumulation * (float) loader.batchSize());
-                for (Batch batch : loader.epoch(epoch)) {
-                    if (group == null) {
-                        group = manager.newSubManager();
-                        collector = engine.newGradientCollector();
-                    }
-                    NDArray x = standardise(batch.toNDArray(group).toDevice(target, false).reshape(batch.size(), pixels));
-                    NDArray perImage = losses(x, group);
-                    collector.backward(perImage.sum().mul(share));
-                    lossSum += perImage.sum().getFloat();
-                    if (++inGroup == accumulation) {
-                        update(adam, group, collector);
-                        group = null;
-                        inGroup = 0;
-                        steps++;
-                    }
-                    samples += batch.size();
-                    progress.step(1);
-                }
-                if (group != null) {
-                    update(adam, group, collector);
-                    steps++;
-                }
-                // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
-                DeviceMemory.releaseCache(target);
-                EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples), (System.nanoTime() - start) / 1e9,
-                        steps, samples);
-                history.add(stats);
-                progress.message(String.format("epoch %d loss %.2f", epoch, stats.loss()));
-                onEpoch.accept(stats);
+        // Each micro-batch contributes its share of the mean over k full batches, so k accumulated micro-batches
+        // give the gradient of one batch k times larger (a short last group is divided as a full one, as a short
+        // last batch is without accumulation).
+        float share = 1f / (loop.accumulation() * (float) loader.batchSize());
+        return loop.run(loader, manager, new Fit.Model() {
+            @Override
+            public double backward(Batch batch, Fit.Step step) {
+                NDManager scope = step.batchScope();
+                NDArray x = standardise(batch.toNDArray(scope).toDevice(manager.getDevice(), false)
+                        .reshape(batch.size(), pixels));
+                NDArray perImage = losses(x, scope);
+                step.backward(perImage.sum().mul(share));
+                return perImage.sum().getFloat();
             }
-        }
-        return history;
-    }
 
-    /** One Adam step on the accumulated gradients of every parameter, then frees the group's arrays. */
-    private void update(Optimizer adam, NDManager group, GradientCollector collector) {
-        try (group) {
-            collector.close();
-            BlockTraining.step(adam, group, encoder, decoder);
-        }
+            @Override
+            public void update(Fit.Step step) {
+                BlockTraining.step(adam, step.scope(), 1f, encoder, decoder);
+            }
+        });
     }
 
     /** The loss of each image: half the squared reconstruction error plus beta times the KL divergence. */
@@ -195,6 +157,7 @@ public final class ImageVae implements AutoCloseable {
      * @return n rows of {@code zdim} values
      */
     public float[][] embed(Loader loader) {
+        checkOpen();
         if (manager == null) {
             throw new IllegalStateException("fit the model before embedding");
         }
@@ -214,15 +177,26 @@ public final class ImageVae implements AutoCloseable {
         return rows.toArray(new float[0][]);
     }
 
-    /** Frees the parameters. */
+    /** Frees the parameters. Idempotent. */
     @Override
     public void close() {
+        closed = true;
         if (manager != null) {
             manager.close();
+            manager = null;
         }
     }
 
-    /** Configures an {@link ImageVae}; every setting is optional. Defaults: 20 epochs, learning rate 1e-3. */
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the image VAE is closed");
+        }
+    }
+
+    /**
+     * Configures an {@link ImageVae}: every setting is optional. Defaults: 20 epochs, learning rate 1e-3, latent
+     * dimension 8, hidden width 256, beta 1, and those of {@link TrainerBuilder}.
+     */
     public static final class Builder extends TrainerBuilder<Builder> {
         private int latent = 8;
         private int hidden = 256;
@@ -231,7 +205,6 @@ public final class ImageVae implements AutoCloseable {
         private Builder() {
             super(20, 1e-3f);
         }
-
 
         @Override
         protected Builder self() {
@@ -260,8 +233,6 @@ public final class ImageVae implements AutoCloseable {
             return this;
         }
 
-
-
         /**
          * Sets the weight of the KL term (default 1).
          *
@@ -273,17 +244,17 @@ public final class ImageVae implements AutoCloseable {
             return this;
         }
 
-
-
         /**
          * Validates and builds.
          *
          * @return the model
+         * @throws IllegalArgumentException when a setting is out of range
          */
         public ImageVae build() {
             validate();
-            if (latent < 1 || hidden < 1 || beta < 0) {
-                throw new IllegalArgumentException("latent and hidden must be positive and beta >= 0");
+            if (latent < 1 || hidden < 1 || !(beta >= 0)) {
+                throw new IllegalArgumentException("optLatent and optHidden need values >= 1 and optBeta a value >= 0, got "
+                        + latent + ", " + hidden + " and " + beta);
             }
             return new ImageVae(this);
         }

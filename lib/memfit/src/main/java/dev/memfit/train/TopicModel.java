@@ -1,29 +1,24 @@
 package dev.memfit.train;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.training.GradientCollector;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
-import dev.memfit.Progress;
-import dev.memfit.memory.DeviceMemory;
-import dev.memfit.source.ArraySource;
+import dev.memfit.DType;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
-import dev.memfit.DType;
+import dev.memfit.source.ArraySource;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.function.Consumer;
 
 /**
  * Poisson non-negative matrix factorisation of a documents x terms count matrix, fitted by mini-batch Adam on DJL
@@ -36,34 +31,39 @@ import java.util.function.Consumer;
  * Adam at every step; A, which grows with the data, is by default updated only in the rows of the batch
  * (see {@link Builder#optSparseDocumentUpdates(boolean)}).
  *
+ * <p>Every fit starts from the seed's initial parameters (A has one row per document of the loader). When it ends,
+ * L and F are copied out of the device, which is then freed: the model keeps them, L in native memory, until the
+ * next fit or {@link #close()}.
+ *
  * <pre>{@code
- * TopicModel model = TopicModel.builder().setTopics(10).optEpochs(50).optLearningRate(0.01).build();
- * try (Loader loader = Datasets.npy(counts).mapped().optBatchSize(256).optShuffle(1).build();
- *      TopicFit fit = model.fit(loader)) {
- *     double[] losses = fit.losses();
+ * try (TopicModel model = TopicModel.builder().setTopics(10).optEpochs(50).optLearningRate(0.01).build();
+ *      Loader loader = Datasets.npy(counts).mapped().optBatchSize(256).optShuffle(1).build()) {
+ *     double[] losses = model.fit(loader).losses();
+ *     float[][] topics = model.topicTerms();
  * }
  * }</pre>
  */
-public final class TopicModel {
+public final class TopicModel implements Trainer {
 
     private static final float EPSILON = 1e-10f;
+    /** Values per piece when A or L crosses between host and device: Java arrays end at 2^31 values, A does not. */
+    private static final int CHUNK_VALUES = 1 << 24;
 
     private final int topics;
-    private final int epochs;
     private final float learningRate;
     private final long seed;
-    private final Device device;
     private final boolean sparseDocumentUpdates;
-    private final int accumulation;
+    private final Fit loop;
+    private ArraySource documentTopics;
+    private float[][] topicTerms;
+    private boolean closed;
 
     private TopicModel(Builder builder) {
-        this.accumulation = builder.accumulation;
-        this.sparseDocumentUpdates = builder.sparseDocumentUpdates;
         this.topics = builder.topics;
-        this.epochs = builder.epochs;
         this.learningRate = builder.learningRate;
         this.seed = builder.seed;
-        this.device = builder.device;
+        this.sparseDocumentUpdates = builder.sparseDocumentUpdates;
+        this.loop = new Fit("Topic model", builder);
     }
 
     /**
@@ -81,132 +81,181 @@ public final class TopicModel {
      * @return the device
      */
     public static Device defaultDevice() {
-        return Engine.getEngine("PyTorch").defaultDevice();
+        return Fit.defaultDevice();
     }
 
     /**
-     * Fits the model to the counts a loader yields; the loader's shuffle and batch size drive the mini-batches.
+     * Fits the model to the counts a loader yields, from the seed's initial parameters; the loader's shuffle and
+     * batch size drive the mini-batches. Replaces the results of an earlier fit.
      *
      * @param loader batches of documents (rows of term counts, float32)
-     * @return the fit
+     * @return what each epoch did
+     * @throws IllegalArgumentException when the batches are not float32
      */
-    public TopicFit fit(Loader loader) {
-        return fit(loader, stats -> { });
-    }
-
-    /**
-     * Fits the model, reporting each epoch as it ends.
-     *
-     * @param loader batches of documents (rows of term counts, float32)
-     * @param onEpoch called after every epoch
-     * @return the fit
-     */
-    public TopicFit fit(Loader loader, Consumer<EpochStats> onEpoch) {
+    @Override
+    public FitResult fit(Loader loader) {
+        checkOpen();
         if (loader.outputType() != DType.FLOAT32) {
             throw new IllegalArgumentException("the topic model trains on float32 counts; build the loader with "
                     + ".optConvertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
         }
         long documents = loader.samples();
         long terms = loader.sampleShape().size();
-        Engine engine = Engine.getEngine("PyTorch");
-        Device target = device != null ? device : engine.defaultDevice();
-        List<EpochStats> history = new ArrayList<>();
-        try (NDManager manager = engine.newBaseManager(target);
-             Progress progress = Progress.bar("Topic model", epochs * loader.batchesPerEpoch(), "batches")) {
+        release();
+        try (NDManager manager = Fit.engine().newBaseManager(loop.device())) {
             SplittableRandom random = new SplittableRandom(seed);
-            NDArray docLogits = uniform(manager, random, new Shape(documents, topics));
-            NDArray topicLogits = uniform(manager, random, new Shape(topics, terms));
+            NDArray docLogits = uniform(manager, random, new Shape(documents, topics), CHUNK_VALUES);
+            NDArray topicLogits = uniform(manager, random, new Shape(topics, terms), CHUNK_VALUES);
             topicLogits.setRequiresGradient(true);
-            Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
-            RowAdam rowAdam = sparseDocumentUpdates ? new RowAdam(manager, docLogits.getShape(), learningRate) : null;
             if (!sparseDocumentUpdates) {
                 docLogits.setRequiresGradient(true);
             }
-            for (int epoch = 0; epoch < epochs; epoch++) {
-                long start = System.nanoTime();
-                double lossSum = 0;
-                long samples = 0;
-                long steps = 0;
-                StepGroup group = null;
-                for (Batch batch : loader.epoch(epoch)) {
-                    if (group == null) {
-                        group = new StepGroup(manager.newSubManager(), engine.newGradientCollector());
-                    }
-                    NDManager scope = group.scope;
-                    NDArray counts = batch.toNDArray(scope).toDevice(target, false);
-                    NDArray rowIds = scope.create(batch.indices()).toDevice(target, false);
-                    // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k), not
-                    // O(n k). Dense: gradients flow into all of A, as in tinytopics.
-                    NDArray docRows = docLogits.get(new NDIndex("{}", rowIds));
-                    docRows.attach(scope);
-                    if (sparseDocumentUpdates) {
-                        docRows.setRequiresGradient(true);
-                    }
-                    NDArray f = topicLogits.softmax(1);
-                    f.attach(scope);
-                    NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
-                    NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
-                    // Losses are sums over documents, so k micro-batches add up to the gradient of their union.
-                    group.collector.backward(loss);
-                    lossSum += loss.getFloat();
-                    group.rowIds.add(rowIds);
-                    group.rows.add(docRows);
-                    if (group.rows.size() == accumulation) {
-                        step(group, docLogits, topicLogits, adam, rowAdam);
-                        group = null;
-                        steps++;
-                    }
-                    samples += batch.size();
-                    progress.step(1);
-                }
-                if (group != null) {
-                    step(group, docLogits, topicLogits, adam, rowAdam);
-                    steps++;
-                }
-                // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
-                DeviceMemory.releaseCache(target);
-                EpochStats stats = new EpochStats(epoch, lossSum / Math.max(1, samples),
-                        (System.nanoTime() - start) / 1e9, steps, samples);
-                history.add(stats);
-                progress.message(String.format("epoch %d loss %.4f", epoch, stats.loss()));
-                onEpoch.accept(stats);
+            FitResult result = loop.run(loader, manager, new Training(manager, docLogits, topicLogits));
+            documentTopics = toSource(docLogits, CHUNK_VALUES);
+            topicTerms = toRows(topicLogits.softmax(1));
+            return result;
+        }
+    }
+
+    /**
+     * The topic-term distributions F of the last fit.
+     *
+     * @return k rows of m probabilities that sum to 1 (a copy)
+     * @throws IllegalStateException before the first fit
+     */
+    public float[][] topicTerms() {
+        checkFitted();
+        float[][] copy = new float[topicTerms.length][];
+        for (int t = 0; t < copy.length; t++) {
+            copy[t] = topicTerms[t].clone();
+        }
+        return copy;
+    }
+
+    /**
+     * The document-topic proportions L of the last fit, in native memory; the model owns them, until the next fit
+     * or {@link #close()}.
+     *
+     * @return n rows of k proportions that sum to 1 (float32)
+     * @throws IllegalStateException before the first fit
+     */
+    public ArraySource documentTopics() {
+        checkFitted();
+        return documentTopics;
+    }
+
+    /**
+     * The topic proportions of one document.
+     *
+     * @param document the document index in the loader's source
+     * @return k proportions
+     * @throws IllegalStateException before the first fit
+     */
+    public float[] documentTopics(long document) {
+        checkFitted();
+        if (document < 0 || document >= documentTopics.size()) {
+            throw new IndexOutOfBoundsException("document " + document + " of " + documentTopics.size());
+        }
+        float[] row = new float[topics];
+        MemorySegment.copy(documentTopics.data(), ValueLayout.JAVA_FLOAT, document * topics * Float.BYTES, row, 0, topics);
+        return row;
+    }
+
+    /** Frees L. Idempotent. */
+    @Override
+    public void close() {
+        closed = true;
+        release();
+    }
+
+    private void release() {
+        if (documentTopics != null) {
+            documentTopics.close();
+            documentTopics = null;
+            topicTerms = null;
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the topic model is closed");
+        }
+    }
+
+    private void checkFitted() {
+        checkOpen();
+        if (documentTopics == null) {
+            throw new IllegalStateException("fit the topic model before reading its topics");
+        }
+    }
+
+    /**
+     * What one fit updates: A (docLogits), B (topicLogits), their optimizers, and the rows of A the mini-batches of
+     * the current step touched.
+     */
+    private final class Training implements Fit.Model {
+        private final NDArray docLogits;
+        private final NDArray topicLogits;
+        private final Optimizer adam;
+        private final RowAdam rowAdam;
+        private final List<NDArray> rowIds = new ArrayList<>();
+        private final List<NDArray> rows = new ArrayList<>();
+
+        Training(NDManager manager, NDArray docLogits, NDArray topicLogits) {
+            this.docLogits = docLogits;
+            this.topicLogits = topicLogits;
+            this.adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+            this.rowAdam = sparseDocumentUpdates ? new RowAdam(manager, docLogits.getShape(), learningRate) : null;
+        }
+
+        @Override
+        public double backward(Batch batch, Fit.Step step) {
+            NDManager scope = step.batchScope();
+            Device target = docLogits.getDevice();
+            NDArray counts = batch.toNDArray(scope).toDevice(target, false);
+            NDArray ids = scope.create(batch.indices()).toDevice(target, false);
+            // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k), not O(n k).
+            // Dense: gradients flow into all of A, as in tinytopics.
+            NDArray docRows = docLogits.get(new NDIndex("{}", ids));
+            docRows.attach(scope);
+            if (sparseDocumentUpdates) {
+                docRows.setRequiresGradient(true);
             }
-            return new TopicFit(toSource(docLogits.softmax(1), documents), toRows(topicLogits.softmax(1)),
-                    List.copyOf(history), target.toString());
+            NDArray f = topicLogits.softmax(1);
+            f.attach(scope);
+            NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
+            NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
+            // Losses are sums over documents, so k micro-batches add up to the gradient of their union.
+            step.backward(loss);
+            if (sparseDocumentUpdates) {
+                // The update reads these rows' gradients: they outlive the mini-batch's scope.
+                ids.attach(step.scope());
+                docRows.attach(step.scope());
+                rowIds.add(ids);
+                rows.add(docRows);
+            }
+            return loss.getFloat();
         }
-    }
 
-    /** The micro-batches of one optimizer step: their scope, their gradient collector, their rows of A. */
-    private static final class StepGroup {
-        final NDManager scope;
-        final GradientCollector collector;
-        final List<NDArray> rowIds = new ArrayList<>();
-        final List<NDArray> rows = new ArrayList<>();
-
-        StepGroup(NDManager scope, GradientCollector collector) {
-            this.scope = scope;
-            this.collector = collector;
-        }
-    }
-
-    /** One optimizer step on the gradients the group's micro-batches accumulated, then frees the group. */
-    private void step(StepGroup group, NDArray docLogits, NDArray topicLogits, Optimizer adam, RowAdam rowAdam) {
-        try (NDManager scope = group.scope) {
-            group.collector.close();
+        @Override
+        public void update(Fit.Step step) {
+            NDManager scope = step.scope();
             NDArray topicGrad = topicLogits.getGradient();
             topicGrad.attach(scope);
             adam.update("topicTerms", topicLogits, topicGrad);
             if (sparseDocumentUpdates) {
                 NDList grads = new NDList();
                 NDList current = new NDList();
-                for (NDArray rows : group.rows) {
-                    NDArray grad = rows.getGradient();
+                for (NDArray row : rows) {
+                    NDArray grad = row.getGradient();
                     grad.attach(scope);
                     grads.add(grad);
-                    current.add(rows.stopGradient());
+                    current.add(row.stopGradient());
                 }
-                NDIndex all = new NDIndex("{}", NDArrays.concat(new NDList(group.rowIds)));
+                NDIndex all = new NDIndex("{}", NDArrays.concat(new NDList(rowIds)));
                 rowAdam.update(docLogits, all, NDArrays.concat(current), NDArrays.concat(grads), scope);
+                rowIds.clear();
+                rows.clear();
             } else {
                 NDArray docGrad = docLogits.getGradient();
                 docGrad.attach(scope);
@@ -215,20 +264,52 @@ public final class TopicModel {
         }
     }
 
-    private static NDArray uniform(NDManager manager, SplittableRandom random, Shape shape) {
-        // Initialised from Java's generator so a seed gives the same start on every device and engine version.
-        float[] values = new float[Math.toIntExact(shape.size())];
+    /**
+     * Uniform values in [-0.1, 0.1), drawn row-major from Java's generator (so that a seed gives the same start on
+     * every device and engine version), sent to the device in pieces of whole rows of at most {@code pieceValues}.
+     */
+    static NDArray uniform(NDManager manager, SplittableRandom random, Shape shape, int pieceValues) {
+        long rows = shape.get(0);
+        long cols = shape.get(1);
+        long rowsPerPiece = Math.max(1, pieceValues / cols);
+        if (rows <= rowsPerPiece) {
+            return manager.create(draw(random, rows * cols), shape);
+        }
+        NDArray result = manager.create(shape);
+        for (long from = 0; from < rows; from += rowsPerPiece) {
+            long to = Math.min(rows, from + rowsPerPiece);
+            try (NDManager piece = manager.newSubManager()) {
+                result.set(new NDIndex(from + ":" + to), piece.create(draw(random, (to - from) * cols), new Shape(to - from, cols)));
+            }
+        }
+        return result;
+    }
+
+    private static float[] draw(SplittableRandom random, long count) {
+        float[] values = new float[Math.toIntExact(count)];
         for (int i = 0; i < values.length; i++) {
             values[i] = (float) (random.nextDouble() * 0.2 - 0.1);
         }
-        return manager.create(values, shape);
+        return values;
     }
 
-    private static ArraySource toSource(NDArray proportions, long documents) {
-        float[] values = proportions.toDevice(Device.cpu(), false).toFloatArray();
-        int k = Math.toIntExact(proportions.getShape().get(1));
+    /** L = softmax(A) row-wise, copied to native memory in pieces of whole rows of at most {@code pieceValues}. */
+    static ArraySource toSource(NDArray docLogits, int pieceValues) {
+        long documents = docLogits.getShape().get(0);
+        long k = docLogits.getShape().get(1);
+        long rowsPerPiece = Math.max(1, pieceValues / k);
         ArraySource source = ArraySource.allocate("document-topic proportions", documents, new Shape(k), DType.FLOAT32);
-        MemorySegment.copy(values, 0, source.data(), ValueLayout.JAVA_FLOAT, 0, values.length);
+        for (long from = 0; from < documents; from += rowsPerPiece) {
+            long to = Math.min(documents, from + rowsPerPiece);
+            try (NDManager piece = docLogits.getManager().newSubManager()) {
+                NDArray rows = docLogits.get(new NDIndex(from + ":" + to));
+                rows.attach(piece);
+                NDArray proportions = rows.softmax(1).toDevice(Device.cpu(), false);
+                proportions.attach(piece);
+                float[] values = proportions.toFloatArray();
+                MemorySegment.copy(values, 0, source.data(), ValueLayout.JAVA_FLOAT, from * k * Float.BYTES, values.length);
+            }
+        }
         return source;
     }
 
@@ -244,8 +325,8 @@ public final class TopicModel {
     }
 
     /**
-     * Configures a {@link TopicModel}: {@code setX} is required, {@code optX} optional. Defaults: 50 epochs,
-     * learning rate 0.01, sparse document updates.
+     * Configures a {@link TopicModel}: {@link #setTopics} is required, every {@code optX} optional. Defaults:
+     * 50 epochs, learning rate 0.01, sparse document updates, and those of {@link TrainerBuilder}.
      */
     public static final class Builder extends TrainerBuilder<Builder> {
         private int topics;
@@ -257,6 +338,17 @@ public final class TopicModel {
 
         @Override
         protected Builder self() {
+            return this;
+        }
+
+        /**
+         * Sets the number of topics k (required).
+         *
+         * @param k at least 1
+         * @return this builder
+         */
+        public Builder setTopics(int k) {
+            this.topics = k;
             return this;
         }
 
@@ -277,26 +369,16 @@ public final class TopicModel {
         }
 
         /**
-         * Sets the number of topics k (required).
-         *
-         * @param k at least 1
-         * @return this builder
-         */
-        public Builder setTopics(int k) {
-            this.topics = k;
-            return this;
-        }
-
-        /**
          * Validates and builds.
          *
          * @return the model
+         * @throws IllegalArgumentException when a setting is missing or out of range
          */
         public TopicModel build() {
+            validate();
             if (topics < 1) {
                 throw new IllegalArgumentException("setTopics(k) is required and k must be at least 1, got " + topics);
             }
-            validate();
             return new TopicModel(this);
         }
     }

@@ -1,9 +1,15 @@
 package dev.memfit.train;
 
 import ai.djl.Device;
+import dev.memfit.ProgressListener;
+
+import java.util.Objects;
+import java.util.function.Predicate;
 
 /**
- * The settings every memfit trainer has: epochs, Adam's learning rate, seed and device.
+ * The settings every memfit trainer has: epochs, Adam's learning rate, seed, device, gradient accumulation, and
+ * what to report while training. Each trainer's builder adds its own {@code setX} (required) and {@code optX}
+ * (optional) settings and ends in {@code build()}.
  *
  * @param <B> the concrete builder, returned by every setter so calls chain
  */
@@ -14,6 +20,9 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     long seed = 1;
     Device device;
     int accumulation = 1;
+    ProgressListener progress = ProgressListener.console();
+    EpochListener epochListener = stats -> { };
+    Predicate<? super EpochStats> stopWhen = stats -> false;
 
     TrainerBuilder(int defaultEpochs, float defaultLearningRate) {
         this.epochs = defaultEpochs;
@@ -50,7 +59,7 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     }
 
     /**
-     * Sets the seed of the initial parameters (default 1).
+     * Sets the seed of the initial parameters and of the noise of training (default 1).
      *
      * @param value the seed
      * @return this builder
@@ -72,8 +81,8 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     }
 
     /**
-     * Accumulates the gradients of k mini-batches before each optimizer step (default 1): the effective batch is k
-     * times the loader's, at the memory cost of one.
+     * Accumulates the gradients of k mini-batches before each optimizer step (default 1): the step is the one a
+     * batch k times larger would take, at the memory cost of one mini-batch.
      *
      * @param microBatches k, at least 1
      * @return this builder
@@ -83,16 +92,51 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         return self();
     }
 
-    /** Checks the shared settings; subclasses add theirs. */
+    /**
+     * Sets where training reports its progress, one step per batch (default: {@link ProgressListener#console()}, a
+     * bar in a terminal and in a notebook).
+     *
+     * @param listener the listener, {@link ProgressListener#silent()} for none
+     * @return this builder
+     */
+    public B optProgress(ProgressListener listener) {
+        this.progress = Objects.requireNonNull(listener, "listener");
+        return self();
+    }
+
+    /**
+     * Sets what is called after each epoch (default: nothing).
+     *
+     * @param listener receives each epoch's statistics
+     * @return this builder
+     */
+    public B optEpochListener(EpochListener listener) {
+        this.epochListener = Objects.requireNonNull(listener, "listener");
+        return self();
+    }
+
+    /**
+     * Stops training after the first epoch whose statistics meet a condition (default: never), for example
+     * {@code stats -> stats.loss() < 0.1}. The condition is tested after the epoch listener was called.
+     *
+     * @param condition true to stop after this epoch
+     * @return this builder
+     */
+    public B optStopWhen(Predicate<? super EpochStats> condition) {
+        this.stopWhen = Objects.requireNonNull(condition, "condition");
+        return self();
+    }
+
+    /** Checks the shared settings; each builder checks its own after these. */
     void validate() {
         if (epochs < 1) {
-            throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
+            throw new IllegalArgumentException("optEpochs(n) needs n >= 1, got " + epochs);
         }
         if (!(learningRate > 0)) {
-            throw new IllegalArgumentException("learning rate must be positive, got " + learningRate);
+            throw new IllegalArgumentException("optLearningRate(rate) needs a positive rate, got " + learningRate);
         }
         if (accumulation < 1) {
-            throw new IllegalArgumentException("gradient accumulation must be at least 1 micro-batch, got " + accumulation);
+            throw new IllegalArgumentException("optGradientAccumulation(k) needs k >= 1 micro-batch, got " + accumulation);
         }
     }
 }

@@ -2,6 +2,7 @@ package dev.memfit.train;
 
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.MemfitException;
+import dev.memfit.ProgressListener;
 import dev.memfit.source.ArraySource;
 import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
@@ -32,24 +33,13 @@ class CellClassifierTest {
 
     @Test
     void learnsImbalancedCellTypesWithWeightedSampling() {
-        int cells = 3_000;
-        int genes = 40;
-        int[] labels = new int[cells];
-        SplittableRandom random = new SplittableRandom(5);
-        try (ArraySource counts = ArraySource.allocate("atlas", cells, new Shape(genes), DType.FLOAT32)) {
-            for (int i = 0; i < cells; i++) {
-                labels[i] = i % 100 == 0 ? 2 : i % 10 == 0 ? 1 : 0;        // 89% / 10% / 1%
-                for (int g = 0; g < genes; g++) {
-                    // each type expresses its own program of genes more strongly
-                    double rate = g / 10 == labels[i] ? 8 : 2;
-                    counts.data().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, (long) i * genes + g,
-                            (float) Math.floor(rate * -Math.log(1 - random.nextDouble())));
-                }
-            }
-            try (CellClassifier classifier = CellClassifier.builder().setClasses(3).optEpochs(6).optLearningRate(0.01).build();
+        int[] labels = new int[3_000];
+        try (ArraySource counts = atlas(labels, 40)) {
+            try (CellClassifier classifier = CellClassifier.builder().setClasses(3).setLabels(labels).optEpochs(6)
+                         .optLearningRate(0.01).build();
                  Loader train = Datasets.of(counts).optBatchSize(64).optSampler(new WeightedSampler(labels, 1, 2)).build();
                  Loader all = Datasets.of(counts).optBatchSize(500).build()) {
-                var history = classifier.fit(train, labels, stats -> { });
+                var history = classifier.fit(train).history();
                 assertTrue(history.get(5).loss() < history.get(0).loss(), "loss falls");
                 double[] recall = CellClassifier.recallPerClass(classifier.predict(all), labels, 3);
                 for (int c = 0; c < 3; c++) {
@@ -58,5 +48,78 @@ class CellClassifierTest {
             }
         }
         assertArrayEquals(new double[]{0.5, 1.0}, CellClassifier.recallPerClass(new int[]{0, 1, 1}, new int[]{0, 0, 1}, 2), 1e-12);
+    }
+
+    /**
+     * 4 micro-batches of 32 accumulate to one step of 128: the same losses and predicted classes. 500 cells make a
+     * short last step (116 cells: three batches of 32 and one of 20), whose gradient is the mean over its own cells
+     * as in the loader of 128.
+     */
+    @Test
+    void accumulationEqualsTheLargeBatch() {
+        int[] labels = new int[500];
+        try (ArraySource counts = atlas(labels, 30)) {
+            double[] large;
+            int[] largePredictions;
+            try (CellClassifier classifier = classifier(labels, 1);
+                 Loader loader = Datasets.of(counts).optBatchSize(128).optShuffle(4).build()) {
+                FitResult fit = classifier.fit(loader);
+                assertEquals(12, fit.steps(), "4 steps in each of 3 epochs");
+                large = fit.losses();
+                largePredictions = classifier.predict(loader);
+            }
+            try (CellClassifier classifier = classifier(labels, 4);
+                 Loader loader = Datasets.of(counts).optBatchSize(32).optShuffle(4).build()) {
+                FitResult fit = classifier.fit(loader);
+                assertEquals(16, fit.history().getFirst().batches());
+                assertEquals(12, fit.steps(), "16 batches in groups of 4, in each of 3 epochs");
+                assertArrayEquals(large, fit.losses(), 1e-5 * large[0]);
+                assertArrayEquals(largePredictions, classifier.predict(loader));
+            }
+            try (CellClassifier classifier = classifier(labels, 1);
+                 Loader loader = Datasets.of(counts).optBatchSize(32).optShuffle(4).build()) {
+                double[] small = classifier.fit(loader).losses();
+                assertTrue(Math.abs(small[2] - large[2]) > 1e-3 * large[2], "batches of 32 without accumulation take "
+                        + "other steps: " + small[2] + " vs " + large[2]);
+            }
+        }
+    }
+
+    @Test
+    void refusesLabelsThatDoNotFit() {
+        IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
+                () -> CellClassifier.builder().setClasses(2).build());
+        assertTrue(missing.getMessage().contains("setLabels"), missing.getMessage());
+        IllegalArgumentException outside = assertThrows(IllegalArgumentException.class,
+                () -> CellClassifier.builder().setClasses(2).setLabels(new int[]{0, 2}).build());
+        assertTrue(outside.getMessage().contains("sample 1 is 2"), outside.getMessage());
+        int[] labels = new int[100];
+        try (ArraySource counts = atlas(labels, 30);
+             CellClassifier classifier = CellClassifier.builder().setClasses(3).setLabels(new int[50]).build();
+             Loader loader = Datasets.of(counts).optBatchSize(10).build()) {
+            IllegalArgumentException tooFew = assertThrows(IllegalArgumentException.class, () -> classifier.fit(loader));
+            assertTrue(tooFew.getMessage().contains("50 labels") && tooFew.getMessage().contains("100 samples"),
+                    tooFew.getMessage());
+        }
+    }
+
+    private static CellClassifier classifier(int[] labels, int accumulation) {
+        return CellClassifier.builder().setClasses(3).setLabels(labels).optHidden(16).optEpochs(3).optLearningRate(0.01)
+                .optSeed(9).optGradientAccumulation(accumulation).optProgress(ProgressListener.silent()).build();
+    }
+
+    /** Cells of three types (89%, 10%, 1%), each expressing its own block of 10 genes more strongly. */
+    static ArraySource atlas(int[] labels, int genes) {
+        SplittableRandom random = new SplittableRandom(5);
+        ArraySource counts = ArraySource.allocate("atlas", labels.length, new Shape(genes), DType.FLOAT32);
+        for (int i = 0; i < labels.length; i++) {
+            labels[i] = i % 100 == 0 ? 2 : i % 10 == 0 ? 1 : 0;
+            for (int g = 0; g < genes; g++) {
+                double rate = g / 10 == labels[i] ? 8 : 2;
+                counts.data().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, (long) i * genes + g,
+                        (float) Math.floor(rate * -Math.log(1 - random.nextDouble())));
+            }
+        }
+        return counts;
     }
 }

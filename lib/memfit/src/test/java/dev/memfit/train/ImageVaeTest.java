@@ -10,6 +10,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,8 +25,7 @@ class ImageVaeTest {
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
              Loader train = Datasets.particles(written.star()).eager().optBatchSize(32).optShuffle(2).build();
              Loader inOrder = Datasets.particles(written.star()).lazy(4).optBatchSize(100).build()) {
-            List<EpochStats> history = vae.fit(train, stats -> { });
-            eagerLosses = history.stream().mapToDouble(EpochStats::loss).toArray();
+            eagerLosses = vae.fit(train).losses();
             assertTrue(eagerLosses[7] < eagerLosses[0] * 0.8, "loss " + eagerLosses[0] + " -> " + eagerLosses[7]);
             float[][] z = vae.embed(inOrder);
             assertEquals(600, z.length);
@@ -37,7 +37,7 @@ class ImageVaeTest {
         assertTrue(separability > 0.9, "conformations separable in the latent space: " + separability);
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
              Loader train = Datasets.particles(written.star()).lazy(3).optBatchSize(32).optShuffle(2).build()) {
-            double[] lazyLosses = vae.fit(train, stats -> { }).stream().mapToDouble(EpochStats::loss).toArray();
+            double[] lazyLosses = vae.fit(train).losses();
             // Same data (ParticleSourcesTest checks the batches byte for byte), same batches, same seed. Alone in a
             // JVM the two fits agree to the last digit; in the full suite (other native libraries loaded, ND4J's
             // OpenMP among them) CPU kernels are not bit-reproducible and training amplifies the differences, so
@@ -54,11 +54,56 @@ class ImageVaeTest {
                 .optPerStack(100).optNoise(0.1).optMaxAngle(30).optSeed(2).write(dir);
         try (ImageVae vae = ImageVae.builder().optEpochs(2).optHidden(16).optGradientAccumulation(3).build();
              Loader loader = Datasets.particles(written.star()).eager().optBatchSize(10).build()) {
-            List<EpochStats> history = vae.fit(loader, stats -> { });
-            assertEquals(4, history.getFirst().batches(), "10 batches in groups of 3: 4 optimizer steps");
+            List<EpochStats> history = vae.fit(loader).history();
+            assertEquals(10, history.getFirst().batches());
+            assertEquals(4, history.getFirst().steps(), "10 batches in groups of 3: 4 optimizer steps");
             assertEquals(100, history.getFirst().samples());
             assertTrue(history.get(1).loss() < history.get(0).loss());
         }
+    }
+
+    /**
+     * 3 micro-batches of 10 accumulate to one step of 30, the short last group (one batch of 10) included: the same
+     * losses and the same latent means as batches of 30. The noise of the latent samples is drawn in the same order
+     * both ways (10 x 8 values per micro-batch, 30 x 8 per batch: torch fills normals in blocks of 16).
+     */
+    @Test
+    void accumulationEqualsTheLargeBatch(@TempDir Path dir) {
+        SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(100).setSize(12)
+                .optPerStack(100).optNoise(0.1).optMaxAngle(30).optSeed(2).write(dir);
+        double[] largeLosses;
+        float[][] largeLatent;
+        try (ImageVae vae = ImageVae.builder().optEpochs(3).optHidden(16).optSeed(7).build();
+             Loader loader = Datasets.particles(written.star()).eager().optBatchSize(30).optShuffle(3).build()) {
+            FitResult fit = vae.fit(loader);
+            assertEquals(12, fit.steps(), "4 steps in each of 3 epochs");
+            largeLosses = fit.losses();
+            largeLatent = vae.embed(loader);
+        }
+        try (ImageVae vae = ImageVae.builder().optEpochs(3).optHidden(16).optSeed(7).optGradientAccumulation(3).build();
+             Loader loader = Datasets.particles(written.star()).eager().optBatchSize(10).optShuffle(3).build()) {
+            FitResult fit = vae.fit(loader);
+            assertEquals(12, fit.steps(), "4 steps in each of 3 epochs");
+            assertArrayEquals(largeLosses, fit.losses(), 1e-5 * largeLosses[0]);
+            assertLatentClose(largeLatent, vae.embed(loader), 1e-4);
+        }
+        // without accumulation, batches of 10 take three times as many steps: a different curve
+        try (ImageVae vae = ImageVae.builder().optEpochs(3).optHidden(16).optSeed(7).build();
+             Loader loader = Datasets.particles(written.star()).eager().optBatchSize(10).optShuffle(3).build()) {
+            double[] small = vae.fit(loader).losses();
+            assertTrue(Math.abs(small[2] - largeLosses[2]) > 1e-3 * largeLosses[2], small[2] + " vs " + largeLosses[2]);
+        }
+    }
+
+    private static void assertLatentClose(float[][] expected, float[][] actual, double tolerance) {
+        assertEquals(expected.length, actual.length);
+        double largest = 0;
+        for (int i = 0; i < expected.length; i++) {
+            for (int j = 0; j < expected[i].length; j++) {
+                largest = Math.max(largest, Math.abs(expected[i][j] - actual[i][j]));
+            }
+        }
+        assertTrue(largest < tolerance, "largest difference of the latent means " + largest);
     }
 
     @Test
