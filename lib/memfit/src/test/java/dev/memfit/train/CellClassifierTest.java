@@ -50,6 +50,42 @@ class CellClassifierTest {
         assertArrayEquals(new double[]{0.5, 1.0}, CellClassifier.recallPerClass(new int[]{0, 1, 1}, new int[]{0, 0, 1}, 2), 1e-12);
     }
 
+    /** The .h5ad stream is a Loader like any other: a classifier trains on it and predicts every cell once. */
+    @Test
+    void trainsAndPredictsFromAnH5adStream(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        java.nio.file.Path file = dir.resolve("types.h5ad");
+        // three cell types, each with 5 marker genes of its own; anndata's defaults (CSR X, chunked datasets)
+        assertEquals("ok", dev.memfit.PythonPeer.run("""
+                import sys, numpy as np, scipy.sparse as sp, anndata as ad, pandas as pd
+                rng = np.random.default_rng(3)
+                types = rng.integers(0, 3, 900)
+                x = rng.poisson(1.0, (900, 30)).astype(np.float32)
+                for t in range(3):
+                    x[types == t, t * 5:(t + 1) * 5] += rng.poisson(6.0, ((types == t).sum(), 5))
+                obs = pd.DataFrame({'cell_type': pd.Categorical(np.array(['B', 'NK', 'T'])[types])},
+                                   index=[f'c{i}' for i in range(900)])
+                ad.AnnData(sp.csr_matrix(x), obs=obs).write_h5ad(sys.argv[1])
+                print('ok')
+                """, file));
+        int[] labels;
+        try (dev.memfit.io.hdf5.H5ad h5ad = dev.memfit.io.hdf5.H5ad.open(file)) {
+            labels = Labels.of((String[]) h5ad.columns("obs").get("cell_type"), "cell_type").codes();
+        }
+        try (CellClassifier classifier = CellClassifier.builder().setClasses(3).setLabels(labels).optEpochs(4)
+                     .optLearningRate(0.01).optProgress(ProgressListener.silent()).build();
+             Loader stream = Datasets.h5ad(file).optChunkSize(100).optBufferCells(300).optBatchSize(32)
+                     .optShuffle(2).build()) {
+            FitResult fit = classifier.fit(stream);
+            assertEquals(4 * 29, fit.history().stream().mapToLong(EpochStats::batches).sum(), "29 batches per epoch");
+            assertEquals(4 * 900, fit.samples(), "every cell once per epoch");
+            assertTrue(fit.losses()[3] < fit.losses()[0], "loss falls");
+            double[] recall = CellClassifier.recallPerClass(classifier.predict(stream), labels, 3);
+            for (int c = 0; c < 3; c++) {
+                assertTrue(recall[c] > 0.9, "recall of class " + c + ": " + recall[c]);
+            }
+        }
+    }
+
     /**
      * 4 micro-batches of 32 accumulate to one step of 128: the same losses and predicted classes. 500 cells make a
      * short last step (116 cells: three batches of 32 and one of 20), whose gradient is the mean over its own cells
