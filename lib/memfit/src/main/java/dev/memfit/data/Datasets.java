@@ -2,12 +2,25 @@ package dev.memfit.data;
 
 import dev.memfit.MemfitException;
 import dev.memfit.io.Formats;
+import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.npy.FileSet;
+import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.io.npy.NpyWriter;
+import dev.memfit.sample.Labels;
 import dev.memfit.shard.ShardStore;
+import dev.memfit.source.ArraySource;
 import dev.memfit.source.SampleSource;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.function.Supplier;
 
 /**
@@ -17,6 +30,7 @@ import java.util.function.Supplier;
  * Loader loader = Datasets.npy(path).mapped().optBatchSize(256).optShuffle(42).optPrefetch(2).build();
  * Loader fromRam = Datasets.of(source).optBatchSize(256).optShuffle(42).build();
  * Loader any = Datasets.open(path).optBatchSize(256).optShuffle(42).build();   // format recognised by Formats
+ * var info = Datasets.describe(path);   // samples, sample shape, dtype, bytes: headers only
  * }</pre>
  */
 public final class Datasets {
@@ -118,5 +132,128 @@ public final class Datasets {
      */
     public static H5adStreamBuilder h5ad(Path file) {
         return new H5adStreamBuilder(file);
+    }
+
+    /**
+     * What a path holds, from headers and metadata only (the data is not read): the samples, the shape of one sample,
+     * the element type and the bytes on disk, in the same terms for every format {@link #open} reads and for an
+     * {@code .h5ad}. The description {@link Formats#open} gives, and a shard folder's from its metadata.
+     *
+     * <pre>{@code
+     * var info = Datasets.describe(file);
+     * long rows = info.samples();
+     * long rowBytes = info.sampleBytes();
+     * Object storedValues = info.facts().get("nnz");   // format-specific facts, as ./memfit inspect prints them
+     * }</pre>
+     *
+     * @param path a file or folder
+     * @return the description
+     * @throws MemfitException when the format is unknown or a header is invalid (naming the file and the position)
+     */
+    public static Formats.DataFile describe(Path path) {
+        if (Formats.detect(path) != Formats.Format.SHARDS) {
+            return Formats.open(path);
+        }
+        try (ShardStore store = ShardStore.open(path)) {
+            long[] sizes = store.shardSizes();
+            long[] sampleShape = store.sampleShape().getShape();
+            Map<String, Object> facts = new LinkedHashMap<>();
+            facts.put("format", Formats.Format.SHARDS.description() + ", " + sizes.length + " shard(s)");
+            facts.put("cells", store.size());
+            facts.put("genes", sampleShape[0]);
+            facts.put("shard_sizes", sizes);
+            long bytes = 0;
+            try {
+                bytes += Files.size(path.resolve(Formats.SHARD_METADATA));
+                for (Path file : store.shardFiles()) {
+                    bytes += Files.size(file);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            return new Formats.DataFile(path, Formats.Format.SHARDS, store.size(), sampleShape, store.dtype(), bytes, facts);
+        }
+    }
+
+    /**
+     * One dataframe of an AnnData {@code .h5ad}, as anndata stores it: {@code obs} (a row per cell, such as cell
+     * types) or {@code var} (a row per gene, such as {@code highly_variable}). Reads the annotations only, not
+     * {@code X}.
+     *
+     * @param h5ad the file
+     * @param frame "obs" or "var"
+     * @return column name to its values, in the stored column order (the index excluded): a {@code String[]} for
+     *         strings and categoricals (a missing category is {@code null}) and for booleans as anndata writes them
+     *         (an HDF5 enum, read as "TRUE" and "FALSE"), a {@code double[]} for numbers
+     * @throws MemfitException when the frame is neither "obs" nor "var", or the file is not a valid {@code .h5ad}
+     */
+    public static Map<String, Object> columns(Path h5ad, String frame) {
+        if (!"obs".equals(frame) && !"var".equals(frame)) {
+            throw new MemfitException(h5ad + ": an .h5ad has the dataframes \"obs\" (cells) and \"var\" (genes), not \""
+                    + frame + "\"");
+        }
+        try (H5ad file = H5ad.open(h5ad)) {
+            return file.columns(frame);
+        }
+    }
+
+    /**
+     * The labels of an {@code .h5ad}'s cells, from one {@code obs} column of strings or categories, encoded as class
+     * numbers ({@link Labels#of}): for a classifier's targets or a weighted sampler.
+     *
+     * @param h5ad the file
+     * @param obsColumn the column, such as "cell_type"
+     * @return the class of each cell and the class names, sorted
+     * @throws MemfitException naming the columns that exist when this one does not, when it holds numbers, or when
+     *         a cell has no label
+     */
+    public static Labels labels(Path h5ad, String obsColumn) {
+        Object values;
+        try (H5ad file = H5ad.open(h5ad)) {
+            values = file.column("obs", obsColumn);
+        }
+        if (!(values instanceof String[] names)) {
+            throw new MemfitException(h5ad + ": obs column '" + obsColumn + "' holds numbers; labels are read from a "
+                    + "column of strings or categories");
+        }
+        return Labels.of(names, obsColumn);
+    }
+
+    /**
+     * Writes a source as a numpy {@code .npy}, one row per sample in the source's element type, for
+     * {@code np.load(path, mmap_mode="r")} or {@link #npy}. The file is written under a temporary name and moved into
+     * place when complete, so an interrupted write never leaves a file that looks valid. A source other than an
+     * in-memory array is read in batches of about 64 MB.
+     *
+     * @param file the final path
+     * @param source the samples; left open
+     * @return the path written
+     */
+    public static Path writeNpy(Path file, SampleSource source) {
+        long[] sampleShape = source.sampleShape().getShape();
+        long[] shape = new long[sampleShape.length + 1];
+        shape[0] = source.size();
+        System.arraycopy(sampleShape, 0, shape, 1, sampleShape.length);
+        NpyHeader header = NpyHeader.of(source.dtype(), shape);
+        if (source instanceof ArraySource array) {
+            return Npy.write(file, header, array.data());
+        }
+        long sampleBytes = source.sampleBytes();
+        int rowsPerBatch = (int) Math.max(1, Math.min(source.size(), (64L << 20) / Math.max(1, sampleBytes)));
+        try (NpyWriter writer = Npy.create(file, header);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(Math.max(1, rowsPerBatch * sampleBytes), 64);
+            for (long first = 0; first < source.size(); first += rowsPerBatch) {
+                int count = (int) Math.min(rowsPerBatch, source.size() - first);
+                long[] indices = new long[count];
+                for (int i = 0; i < count; i++) {
+                    indices[i] = first + i;
+                }
+                MemorySegment rows = buffer.asSlice(0, count * sampleBytes);
+                source.readBatch(indices, rows);
+                writer.writeRows(first, rows);
+            }
+            return writer.commit();
+        }
     }
 }
