@@ -97,7 +97,9 @@ public final class LoaderBuilder implements Loader.Builder {
     }
 
     /**
-     * Sets the number of reader threads; 0 reads on the caller's thread.
+     * Sets the number of background reader threads; 0 reads on the caller's thread only. The caller also reads
+     * whenever it would otherwise wait (a batch no reader has started, or the next ones while a reader is busy), so up
+     * to {@code count + 1} batches are read at once when training is faster than reading.
      *
      * @param count 0 or more
      * @return this builder
