@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The random-access {@link Loader}: a {@link Sampler} orders the samples, and batches of them are read from the
- * {@link SampleSource} into reused off-heap buffers on background threads, {@code max(1, prefetch)} batches ahead.
+ * {@link SampleSource} into reused off-heap buffers on background threads, {@code max(1, prefetch)} batches ahead
+ * ({@code threads == 0}: on the caller's thread when it asks, into one buffer).
  *
  * <p>The caller helps: when the batch it asks for has not been started by a reader yet, it reads that batch itself
  * instead of waiting for a reader to pick it up, and while a reader is still on it, the caller reads the next batches
@@ -66,7 +67,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
         long readBytes = (long) batchSize * source.sampleBytes();
         this.bufferBytes = Math.max(outputBytes, readBytes);
-        int buffers = Math.max(1, prefetch) + 1;
+        int buffers = bufferCount();
         for (int i = 0; i < buffers; i++) {
             freeBuffers.add(arena.allocate(Math.max(1, bufferBytes), 64));
         }
@@ -106,7 +107,15 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
     @Override
     public long bufferMemory() {
-        return (Math.max(1, prefetch) + 1) * bufferBytes;
+        return bufferCount() * bufferBytes;
+    }
+
+    /**
+     * Batch buffers: the one the caller holds and {@code max(1, prefetch)} read ahead; without reader threads nothing
+     * is read ahead, so one buffer, reused while it is hot in the cache, is all the caller's reads need.
+     */
+    private int bufferCount() {
+        return threads == 0 ? 1 : Math.max(1, prefetch) + 1;
     }
 
     @Override
@@ -205,7 +214,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         }
 
         private void submitMore() {
-            int depth = Math.max(1, prefetch);
+            // without readers the next batch is read when asked for, into the buffer the last one gave back
+            int depth = pool == null ? 1 : Math.max(1, prefetch);
             while (submitted < batches && pending.size() < depth) {
                 MemorySegment buffer = freeBuffers.pollFirst();
                 if (buffer == null) {

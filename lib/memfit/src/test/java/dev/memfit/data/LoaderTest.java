@@ -261,6 +261,25 @@ class LoaderTest {
     }
 
     @Test
+    void withoutReadersOneBufferServesEveryBatch(@TempDir Path dir) {
+        try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(10).optShuffle(3).optThreads(0).optPrefetch(4).build()) {
+            assertEquals(10L * COLS * Float.BYTES, loader.bufferMemory(), "nothing is read ahead, so one batch buffer");
+            Set<Long> addresses = new HashSet<>();
+            Set<Long> rows = new HashSet<>();
+            for (dev.memfit.data.Batch batch : loader.epoch(0)) {
+                addresses.add(batch.data().address());
+                for (int i = 0; i < batch.size(); i++) {
+                    long row = batch.indices()[i];
+                    assertEquals(row * 1000f, batch.data().getAtIndex(ValueLayout.JAVA_FLOAT, (long) i * COLS), 0f);
+                    rows.add(row);
+                }
+            }
+            assertEquals(1, addresses.size(), "the same (cache-warm) buffer every batch");
+            assertEquals(ROWS, rows.size());
+        }
+    }
+
+    @Test
     void leavingAnEpochEarlyDoesNotBlockTheNext(@TempDir Path dir) {
         try (Loader loader = Datasets.npy(matrix(dir)).mapped().optBatchSize(4).optShuffle(2).optPrefetch(4).optThreads(2).build()) {
             for (dev.memfit.data.Batch batch : loader.epoch(0)) {
