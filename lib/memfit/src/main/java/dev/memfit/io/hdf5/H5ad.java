@@ -8,6 +8,7 @@ import io.jhdf.api.Attribute;
 import io.jhdf.api.Dataset;
 import io.jhdf.api.Group;
 import io.jhdf.api.Node;
+import io.jhdf.api.dataset.ChunkedDataset;
 import io.jhdf.api.dataset.ContiguousDataset;
 import io.jhdf.object.datatype.FixedPoint;
 import io.jhdf.object.datatype.FloatingPoint;
@@ -53,16 +54,16 @@ public final class H5ad implements AutoCloseable {
     private final long[] indptr;
     private final FileMapping mapping;
 
-    private H5ad(Path file, HdfFile hdf, long observations, long variables, FileMapping mapping, Dataset dense,
-                 Dataset data, Dataset indices, long[] indptr) {
+    private H5ad(Path file, HdfFile hdf, long observations, long variables, FileMapping mapping, Vector dense,
+                 Vector data, Vector indices, long[] indptr) {
         this.file = file;
         this.hdf = hdf;
         this.observations = observations;
         this.variables = variables;
         this.mapping = mapping;
-        this.dense = dense == null ? null : new Vector(file, hdf, mapping, dense);
-        this.data = data == null ? null : new Vector(file, hdf, mapping, data);
-        this.indices = indices == null ? null : new Vector(file, hdf, mapping, indices);
+        this.dense = dense;
+        this.data = data;
+        this.indices = indices;
         this.indptr = indptr;
     }
 
@@ -82,7 +83,10 @@ public final class H5ad implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new InvalidFileException(file, -1, "an HDF5 file (.h5ad)", "a file jhdf cannot open: " + e.getMessage(), e);
         }
+        FileMapping mapping = null;
         try {
+            // decoded chunks of X/data, X/indices and X/indptr, shared: one bound for the whole file
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
             String encoding = stringAttribute(hdf, "encoding-type");
             Node x = hdf.getChildren().get("X");
             if (!"anndata".equals(encoding) && x == null) {
@@ -94,7 +98,8 @@ public final class H5ad implements AutoCloseable {
                 if (dims.length != 2) {
                     throw new InvalidFileException(file, -1, "a two-dimensional X", "X of " + dims.length + " dimensions");
                 }
-                return new H5ad(file, hdf, dims[0], dims[1], FileMapping.of(file), matrix, null, null, null);
+                mapping = FileMapping.of(file);
+                return new H5ad(file, hdf, dims[0], dims[1], mapping, new Vector(file, hdf, mapping, matrix, cache), null, null, null);
             }
             if (!(x instanceof Group group)) {
                 throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
@@ -107,13 +112,16 @@ public final class H5ad implements AutoCloseable {
                 throw new InvalidFileException(file, -1, "X as csr_matrix (or dense)", "X encoded as " + format);
             }
             long[] shape = longs(group.getAttribute("shape").getData());
-            Dataset values = dataset(file, group, "data");
-            Dataset columns = dataset(file, group, "indices");
-            long[] pointers = longs(dataset(file, group, "indptr").getData());
+            mapping = FileMapping.of(file);
+            Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
+            Vector columns = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
+            Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+            long[] pointers = new long[Math.toIntExact(pointerVector.length())];
+            pointerVector.longs(0, pointers.length, pointers);
             if (pointers.length != shape[0] + 1) {
                 throw new InvalidFileException(file, -1, "X/indptr of n_obs + 1 = " + (shape[0] + 1) + " entries", pointers.length + " entries");
             }
-            long nnz = values.getDimensionsAsLong()[0];
+            long nnz = values.length();
             if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
                 throw new InvalidFileException(file, -1, "X/indptr from 0 to the " + nnz + " stored values",
                         "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
@@ -124,9 +132,12 @@ public final class H5ad implements AutoCloseable {
                             "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
                 }
             }
-            return new H5ad(file, hdf, shape[0], shape[1], FileMapping.of(file), null, values, columns, pointers);
+            return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, columns, pointers);
         } catch (RuntimeException e) {
             hdf.close();
+            if (mapping != null) {
+                mapping.close();
+            }
             throw e;
         }
     }
@@ -439,8 +450,11 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * A one-dimensional numeric dataset read by ranges: straight from the mapping when it is stored contiguous and
-     * unfiltered (anndata's default), through jhdf's hyperslab reads otherwise (chunked or compressed files).
+     * A numeric dataset read by ranges: straight from the mapping when it is stored contiguous and unfiltered
+     * (anndata's default for dense X), through {@link ChunkedVector} when it is one-dimensional and chunked (sparse
+     * X/data, X/indices and X/indptr, always chunked by anndata, often compressed), through jhdf's hyperslab reads
+     * otherwise. Dense 2-D chunked X (written with compression) still takes the jhdf path, which decodes every
+     * chunk a read touches again on each read: to be moved onto decoded chunks too.
      */
     private static final class Vector {
         private final Path file;
@@ -449,8 +463,9 @@ public final class H5ad implements AutoCloseable {
         private final long address;
         private final DType type;
         private final ByteOrder order;
+        private final ChunkedVector chunked;
 
-        Vector(Path file, HdfFile hdf, FileMapping mapping, Dataset dataset) {
+        Vector(Path file, HdfFile hdf, FileMapping mapping, Dataset dataset, ChunkedVector.Cache cache) {
             this.file = file;
             this.dataset = dataset;
             DType elementType = null;
@@ -481,10 +496,17 @@ public final class H5ad implements AutoCloseable {
                             "data past the end of the " + mapping.bytes.byteSize() + "-byte file");
                 }
                 this.mapped = mapping.bytes.asSlice(address, bytes);
+                this.chunked = null;
             } else {
                 this.address = -1;
                 this.mapped = null;
+                this.chunked = dataset instanceof ChunkedDataset && dataset.getDimensions().length == 1 && !dataset.isEmpty()
+                        ? new ChunkedVector(file, hdf, mapping.bytes, dataset, cache) : null;
             }
+        }
+
+        long length() {
+            return dataset.getDimensionsAsLong()[0];
         }
 
         /**
@@ -499,6 +521,14 @@ public final class H5ad implements AutoCloseable {
                     default -> new Window(mapped, 0, null, null, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order));
                 };
             }
+            if (chunked != null && type == as) {
+                MemorySegment bytes = chunked.bytes(start, n);
+                return switch (as) {
+                    case FLOAT32 -> new Window(bytes, start, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), null, null);
+                    case INT32 -> new Window(bytes, start, null, ValueLayout.JAVA_INT_UNALIGNED.withOrder(order), null);
+                    default -> new Window(bytes, start, null, null, ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order));
+                };
+            }
             if (as == DType.FLOAT32) {
                 float[] copy = new float[n];
                 floats(start, n, copy);
@@ -510,6 +540,9 @@ public final class H5ad implements AutoCloseable {
         }
 
         long offsetOf(long element) {
+            if (chunked != null) {
+                return chunked.offsetOf(element);
+            }
             return address < 0 ? -1 : address + element * type.byteSize();
         }
 
@@ -519,6 +552,11 @@ public final class H5ad implements AutoCloseable {
             } else if (mapped != null) {
                 for (int i = 0; i < n; i++) {
                     into[i] = (float) type.getDouble(mapped, (start + i) * type.byteSize(), order);
+                }
+            } else if (chunked != null) {
+                MemorySegment bytes = chunked.bytes(start, n);
+                for (int i = 0; i < n; i++) {
+                    into[i] = (float) type.getDouble(bytes, (long) i * type.byteSize(), order);
                 }
             } else if (dataset.getDimensions().length == 2) {
                 // dense X, chunked or compressed: whole rows (start and n are multiples of the row length)
@@ -547,6 +585,13 @@ public final class H5ad implements AutoCloseable {
             if (mapped != null) {
                 for (int i = 0; i < n; i++) {
                     into[i] = (long) type.getDouble(mapped, (start + i) * type.byteSize(), order);
+                }
+            } else if (chunked != null) {
+                MemorySegment bytes = chunked.bytes(start, n);
+                for (int i = 0; i < n; i++) {
+                    // int64 read as such: through a double, values past 2^53 would round
+                    into[i] = type == DType.INT64 ? bytes.get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order), (long) i * Long.BYTES)
+                            : (long) type.getDouble(bytes, (long) i * type.byteSize(), order);
                 }
             } else {
                 Object values = dataset.getData(new long[]{start}, new int[]{n});

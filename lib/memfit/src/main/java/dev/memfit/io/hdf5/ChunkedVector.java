@@ -1,0 +1,469 @@
+package dev.memfit.io.hdf5;
+
+import dev.memfit.InvalidFileException;
+import io.jhdf.AbstractNode;
+import io.jhdf.HdfFile;
+import io.jhdf.ObjectHeader;
+import io.jhdf.api.Dataset;
+import io.jhdf.api.dataset.ChunkedDataset;
+import io.jhdf.btree.BTreeV1;
+import io.jhdf.dataset.chunked.Chunk;
+import io.jhdf.dataset.chunked.DatasetInfo;
+import io.jhdf.dataset.chunked.indexing.BTreeIndex;
+import io.jhdf.dataset.chunked.indexing.ExtensibleArrayIndex;
+import io.jhdf.dataset.chunked.indexing.FixedArrayIndex;
+import io.jhdf.dataset.chunked.indexing.ImplicitChunkIndex;
+import io.jhdf.dataset.chunked.indexing.SingleChunkIndex;
+import io.jhdf.filter.FilterManager;
+import io.jhdf.object.message.DataLayoutMessage.ChunkedDataLayoutMessage;
+import io.jhdf.object.message.DataLayoutMessage.ChunkedDataLayoutMessageV4;
+import io.jhdf.object.message.FilterPipelineMessage;
+import io.jhdf.object.message.FilterPipelineMessage.FilterInfo;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.DataFormatException;
+import java.util.zip.Inflater;
+
+/**
+ * A one-dimensional chunked HDF5 dataset read by element ranges without jhdf on the read path (anndata stores
+ * every sparse array this way: {@code maxshape=(None,)} forces chunking, often with gzip).
+ *
+ * <p>The chunk index is read once at open through jhdf's public index classes and flattened into arrays by chunk
+ * number. Unfiltered chunks are served from the file mapping (zero copy when a range lies in one chunk or in
+ * file-adjacent chunks). Filtered chunks (deflate, shuffle, fletcher32 natively; lzf, lz4 and bitshuffle through
+ * jhdf's filters) are decoded on the calling thread, each chunk's filter mask honoured, and kept in a
+ * {@link Cache} bounded in bytes. Thread-safe.
+ */
+final class ChunkedVector {
+
+    private static final int DEFLATE = 1;
+    private static final int SHUFFLE = 2;
+    private static final int FLETCHER32 = 3;
+    /** Filters jhdf 0.13 decodes (lzf, lz4, bitshuffle): delegated one at a time so that masks are honoured. */
+    private static final List<Integer> THROUGH_JHDF = List.of(32000, 32004, 32008);
+
+    /** One Inflater per reader thread: they hold native zlib state, so they are reused rather than made per chunk. */
+    private static final ThreadLocal<Inflater> INFLATER = ThreadLocal.withInitial(Inflater::new);
+
+    private final Path file;
+    private final String name;
+    private final MemorySegment mapping;
+    private final long length;
+    private final int elementSize;
+    private final int chunkElements;
+    private final int chunkBytes;
+    /** Per chunk number: file offset of the stored chunk (-1: never written, reads as zeros), stored size, filter mask. */
+    private final long[] offsets;
+    private final int[] sizes;
+    private final int[] masks;
+    private final FilterInfo[] filters;
+    private final Cache cache;
+    private final int cacheId;
+
+    /**
+     * Reads the chunk index of a dataset and checks it.
+     *
+     * @param file the file, for messages
+     * @param hdf the open file
+     * @param mapping the whole file, mapped
+     * @param dataset a one-dimensional chunked dataset
+     * @param cache where decoded chunks are kept, shared by the datasets of one file
+     * @throws InvalidFileException when the index points outside the file or off the chunk grid, or a filter is
+     *         not supported
+     */
+    ChunkedVector(Path file, HdfFile hdf, MemorySegment mapping, Dataset dataset, Cache cache) {
+        this.file = file;
+        this.name = dataset.getPath();
+        this.mapping = mapping;
+        this.cache = cache;
+        this.cacheId = cache.register();
+        long[] dims = dataset.getDimensionsAsLong();
+        int[] chunkDims = ((ChunkedDataset) dataset).getChunkDimensions();
+        if (dims.length != 1 || chunkDims.length != 1 || chunkDims[0] <= 0) {
+            throw new InvalidFileException(file, -1, "a one-dimensional chunked " + name, "dimensions " + Arrays.toString(dims)
+                    + ", chunks " + Arrays.toString(chunkDims));
+        }
+        this.length = dims[0];
+        this.elementSize = dataset.getDataType().getSize();
+        this.chunkElements = chunkDims[0];
+        this.chunkBytes = Math.multiplyExact(chunkElements, elementSize);
+        ObjectHeader header = ((AbstractNode) dataset).getHeader();
+        this.filters = header.hasMessageOfType(FilterPipelineMessage.class)
+                ? header.getMessageOfType(FilterPipelineMessage.class).getFilters().toArray(FilterInfo[]::new) : new FilterInfo[0];
+        for (FilterInfo filter : filters) {
+            int id = filter.getId();
+            if (id != DEFLATE && id != SHUFFLE && id != FLETCHER32 && !THROUGH_JHDF.contains(id)) {
+                throw new InvalidFileException(file, -1, name + " compressed with a filter memfit reads (deflate, shuffle, "
+                        + "fletcher32, lzf, lz4, bitshuffle)", "filter " + id + " (" + filter.getName() + ")");
+            }
+        }
+        int count = Math.toIntExact((length + chunkElements - 1) / chunkElements);
+        this.offsets = new long[count];
+        this.sizes = new int[count];
+        this.masks = new int[count];
+        Arrays.fill(offsets, -1);
+        long base = hdf.getUserBlockSize();
+        for (Chunk chunk : chunks(hdf, dataset, header, chunkDims)) {
+            long element = chunk.getChunkOffset()[0];
+            long at = base + chunk.getAddress();
+            int size = chunk.getSize();
+            if (element < 0 || element % chunkElements != 0 || element >= length) {
+                throw new InvalidFileException(file, at, "chunks of " + name + " at multiples of " + chunkElements
+                        + " elements below " + length, "a chunk at element " + element);
+            }
+            int k = (int) (element / chunkElements);
+            if (offsets[k] >= 0) {
+                throw new InvalidFileException(file, at, "one chunk of " + name + " at element " + element, "two");
+            }
+            if (at < 0 || size <= 0 || at + size > mapping.byteSize()) {
+                throw new InvalidFileException(file, at, "chunk " + k + " of " + name + " (" + size + " bytes) inside the "
+                        + mapping.byteSize() + "-byte file", "a chunk past its end");
+            }
+            BitSet skipped = chunk.getFilterMask();
+            int mask = skipped == null || skipped.isEmpty() ? 0 : (int) skipped.toLongArray()[0];
+            if (raw(mask) && size != chunkBytes) {
+                throw new InvalidFileException(file, at, "unfiltered chunk " + k + " of " + name + " of " + chunkBytes + " bytes",
+                        size + " bytes");
+            }
+            offsets[k] = at;
+            sizes[k] = size;
+            masks[k] = mask;
+        }
+    }
+
+    /** The chunk index through jhdf's public index classes (what its own lazy lookup does, once, here). */
+    private Collection<Chunk> chunks(HdfFile hdf, Dataset dataset, ObjectHeader header, int[] chunkDims) {
+        var storage = hdf.getHdfBackingStorage();
+        DatasetInfo info = new DatasetInfo(chunkBytes, dataset.getDimensionsAsLong(), chunkDims);
+        try {
+            if (header.hasMessageOfType(ChunkedDataLayoutMessageV4.class)) {
+                var layout = header.getMessageOfType(ChunkedDataLayoutMessageV4.class);
+                if (layout.getAddress() == -1L) {
+                    return List.of();
+                }
+                return (switch (layout.getIndexingType()) {
+                    case ChunkedDataLayoutMessageV4.SINGLE_CHUNK_INDEX -> new SingleChunkIndex(layout, info);
+                    case ChunkedDataLayoutMessageV4.IMPLICIT_INDEX -> new ImplicitChunkIndex(layout.getAddress(), info);
+                    case ChunkedDataLayoutMessageV4.FIXED_ARRAY_INDEX -> new FixedArrayIndex(storage, layout.getAddress(), info);
+                    case ChunkedDataLayoutMessageV4.EXTENSIBLE_ARRAY_INDEX -> new ExtensibleArrayIndex(storage, layout.getAddress(), info);
+                    case ChunkedDataLayoutMessageV4.B_TREE_V2_INDEX -> new BTreeIndex(storage, layout.getAddress(), info);
+                    default -> throw new InvalidFileException(file, -1, "a chunk index type 1 to 5 for " + name,
+                            "type " + layout.getIndexingType());
+                }).getAllChunks();
+            }
+            var layout = header.getMessageOfType(ChunkedDataLayoutMessage.class);
+            if (layout.getBTreeAddress() == -1L) {
+                return List.of();
+            }
+            return new ArrayList<>(BTreeV1.createDataBTree(storage, layout.getBTreeAddress(), 1).getChunks());
+        } catch (InvalidFileException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new InvalidFileException(file, -1, "a readable chunk index for " + name, e.toString(), e);
+        }
+    }
+
+    /** Whether a chunk with this mask is stored as is: no filters, or every one skipped. */
+    private boolean raw(int mask) {
+        return filters.length == 0 || Integer.bitCount(mask & ((1 << filters.length) - 1)) == filters.length;
+    }
+
+    /**
+     * The number of elements.
+     *
+     * @return the dataset's length
+     */
+    long length() {
+        return length;
+    }
+
+    /**
+     * The file offset of an element when its chunk is stored unfiltered, for messages.
+     *
+     * @param element an element
+     * @return its byte offset in the file, or -1 when it is compressed or never written
+     */
+    long offsetOf(long element) {
+        int k = (int) (element / chunkElements);
+        return k < offsets.length && offsets[k] >= 0 && raw(masks[k]) ? offsets[k] + element % chunkElements * elementSize : -1;
+    }
+
+    /**
+     * Elements {@code [start, start + n)} in the file's byte order, element {@code start} at byte 0: a slice of the
+     * mapping when they lie in one unfiltered chunk or in file-adjacent ones, a slice of a decoded chunk when in one,
+     * else a heap copy.
+     *
+     * @param start the first element
+     * @param n how many
+     * @return {@code n * elementSize} bytes
+     */
+    MemorySegment bytes(long start, long n) {
+        if (start < 0 || n < 0 || start + n > length) {
+            throw new IndexOutOfBoundsException("elements [" + start + ", " + (start + n) + ") outside [0, " + length + ") of "
+                    + name + " in " + file);
+        }
+        long byteCount = n * elementSize;
+        if (n == 0) {
+            return MemorySegment.ofArray(new byte[0]);
+        }
+        int first = (int) (start / chunkElements);
+        int last = (int) ((start + n - 1) / chunkElements);
+        long within = start % chunkElements * elementSize;
+        if (first == last && offsets[first] >= 0 && !raw(masks[first])) {
+            return MemorySegment.ofArray(decoded(first)).asSlice(within, byteCount);
+        }
+        if (adjacentRaw(first, last)) {
+            return mapping.asSlice(offsets[first] + within, byteCount);
+        }
+        byte[] copy = new byte[Math.toIntExact(byteCount)];
+        MemorySegment into = MemorySegment.ofArray(copy);
+        long done = 0;
+        for (int k = first; k <= last; k++) {
+            long from = k == first ? within : 0;
+            long take = Math.min(chunkBytes - from, byteCount - done);
+            if (offsets[k] < 0) {
+                into.asSlice(done, take).fill((byte) 0);
+            } else if (raw(masks[k])) {
+                MemorySegment.copy(mapping, offsets[k] + from, into, done, take);
+            } else {
+                MemorySegment.copy(MemorySegment.ofArray(decoded(k)), from, into, done, take);
+            }
+            done += take;
+        }
+        return into;
+    }
+
+    private boolean adjacentRaw(int first, int last) {
+        for (int k = first; k <= last; k++) {
+            if (offsets[k] < 0 || !raw(masks[k]) || k > first && offsets[k] != offsets[k - 1] + chunkBytes) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A decoded chunk, from the cache or decoded here once however many threads ask at the same time. */
+    private byte[] decoded(int k) {
+        long key = (long) cacheId << 32 | k;
+        CompletableFuture<byte[]> entry = cache.entries.get(key);
+        if (entry == null) {
+            CompletableFuture<byte[]> mine = new CompletableFuture<>();
+            entry = cache.entries.putIfAbsent(key, mine);
+            if (entry == null) {
+                // decoded outside the map's locks: a slow chunk does not hold up other keys of the same bin
+                entry = mine;
+                try {
+                    mine.complete(decode(k));
+                    cache.added(key, chunkBytes);
+                } catch (RuntimeException | Error e) {
+                    cache.entries.remove(key, mine);
+                    mine.completeExceptionally(e);
+                }
+            }
+        }
+        try {
+            return entry.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            throw e;
+        }
+    }
+
+    /** Runs the pipeline backwards over one stored chunk, skipping the filters its mask says were not applied. */
+    private byte[] decode(int k) {
+        MemorySegment stored = mapping.asSlice(offsets[k], sizes[k]);
+        byte[] current = null;
+        for (int i = filters.length - 1; i >= 0; i--) {
+            if ((masks[k] & 1 << i) != 0) {
+                continue;
+            }
+            FilterInfo filter = filters[i];
+            MemorySegment input = current == null ? stored : MemorySegment.ofArray(current);
+            try {
+                current = switch (filter.getId()) {
+                    case DEFLATE -> inflate(input, expectedSize(k, i));
+                    case SHUFFLE -> unshuffle(input.toArray(ValueLayout.JAVA_BYTE), filter.getData().length > 0 ? filter.getData()[0] : elementSize);
+                    case FLETCHER32 -> fletcher32(input);
+                    default -> FilterManager.getPipeline(List.of(filter)).decode(input.toArray(ValueLayout.JAVA_BYTE));
+                };
+            } catch (InvalidFileException e) {
+                throw e;
+            } catch (RuntimeException | DataFormatException e) {
+                throw corrupt(k, filter, e.toString(), e);
+            }
+        }
+        if (current == null || current.length != chunkBytes) {
+            throw new InvalidFileException(file, offsets[k], "chunk " + k + " of " + name + " decoding to " + chunkBytes + " bytes",
+                    (current == null ? sizes[k] : current.length) + " bytes");
+        }
+        return current;
+    }
+
+    /** The size a filter's output must have: the chunk plus the checksums of the fletcher32 filters applied before it. */
+    private int expectedSize(int k, int filter) {
+        int size = chunkBytes;
+        for (int i = 0; i < filter; i++) {
+            if (filters[i].getId() == FLETCHER32 && (masks[k] & 1 << i) == 0) {
+                size += Integer.BYTES;
+            }
+        }
+        return size;
+    }
+
+    private byte[] inflate(MemorySegment input, int size) throws DataFormatException {
+        Inflater inflater = INFLATER.get();
+        inflater.reset();
+        inflater.setInput(input.asByteBuffer());
+        byte[] out = new byte[size];
+        ByteBuffer target = ByteBuffer.wrap(out);
+        while (target.hasRemaining() && !inflater.finished()) {
+            if (inflater.inflate(target) == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+                break;
+            }
+        }
+        if (!inflater.finished() || target.hasRemaining()) {
+            throw new DataFormatException("deflate stream of " + input.byteSize() + " bytes gave " + target.position()
+                    + " bytes" + (inflater.finished() ? "" : " and did not end") + ", expected " + size);
+        }
+        return out;
+    }
+
+    /** HDF5 shuffle: byte plane b holds byte b of every element; trailing {@code length % size} bytes are verbatim. */
+    static byte[] unshuffle(byte[] in, int size) {
+        if (size <= 1) {
+            return in;
+        }
+        byte[] out = new byte[in.length];
+        int n = in.length / size;
+        for (int b = 0; b < size; b++) {
+            int plane = b * n;
+            for (int i = 0; i < n; i++) {
+                out[i * size + b] = in[plane + i];
+            }
+        }
+        System.arraycopy(in, n * size, out, n * size, in.length - n * size);
+        return out;
+    }
+
+    /** Strips and checks the trailing Fletcher-32 checksum (HDF5 stores it in either byte order, depending on version). */
+    private byte[] fletcher32(MemorySegment input) throws DataFormatException {
+        byte[] all = input.toArray(ValueLayout.JAVA_BYTE);
+        if (all.length < Integer.BYTES) {
+            throw new DataFormatException("a fletcher32 chunk of " + all.length + " bytes");
+        }
+        int length = all.length - Integer.BYTES;
+        int sum = fletcher32(all, length);
+        int little = ByteBuffer.wrap(all, length, Integer.BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt();
+        if (sum != little && sum != Integer.reverseBytes(little)) {
+            throw new DataFormatException("Fletcher-32 checksum " + Integer.toHexString(sum) + ", stored "
+                    + Integer.toHexString(little));
+        }
+        return Arrays.copyOf(all, length);
+    }
+
+    /** H5_checksum_fletcher32: big-endian 16-bit words, sums folded every 360 words. */
+    static int fletcher32(byte[] data, int length) {
+        long sum1 = 0;
+        long sum2 = 0;
+        int words = length / 2;
+        int at = 0;
+        while (words > 0) {
+            int block = Math.min(words, 360);
+            words -= block;
+            for (int i = 0; i < block; i++, at += 2) {
+                sum1 += ((data[at] & 0xff) << 8) | (data[at + 1] & 0xff);
+                sum2 += sum1;
+            }
+            sum1 = (sum1 & 0xffff) + (sum1 >>> 16);
+            sum2 = (sum2 & 0xffff) + (sum2 >>> 16);
+        }
+        if (length % 2 != 0) {
+            sum1 += (data[at] & 0xff) << 8;
+            sum2 += sum1;
+            sum1 = (sum1 & 0xffff) + (sum1 >>> 16);
+            sum2 = (sum2 & 0xffff) + (sum2 >>> 16);
+        }
+        sum1 = (sum1 & 0xffff) + (sum1 >>> 16);
+        sum2 = (sum2 & 0xffff) + (sum2 >>> 16);
+        return (int) (sum2 << 16 | sum1);
+    }
+
+    private InvalidFileException corrupt(int k, FilterInfo filter, String found, Throwable cause) {
+        return new InvalidFileException(file, offsets[k], "chunk " + k + " of " + name + " (" + sizes[k] + " bytes) decodable by filter "
+                + filter.getId() + " (" + filter.getName() + ")", "a corrupt chunk: " + found, cause);
+    }
+
+    /**
+     * Decoded chunks of the datasets of one file, bounded in bytes; evicted oldest first (reads of CSR rows move
+     * forward through the chunks, so the oldest is the least likely to be read again).
+     */
+    static final class Cache {
+        /** The default bound: 64 MiB of decoded chunks per open file. */
+        static final long DEFAULT_BYTES = 64L << 20;
+
+        private final long budget;
+        private final ConcurrentHashMap<Long, CompletableFuture<byte[]>> entries = new ConcurrentHashMap<>();
+        private final ConcurrentLinkedQueue<Long> order = new ConcurrentLinkedQueue<>();
+        private final AtomicLong used = new AtomicLong();
+        private final AtomicInteger datasets = new AtomicInteger();
+
+        /**
+         * A cache.
+         *
+         * @param budget the most decoded bytes kept (the chunk just decoded stays, even when larger)
+         */
+        Cache(long budget) {
+            this.budget = budget;
+        }
+
+        private int register() {
+            return datasets.getAndIncrement();
+        }
+
+        private void added(long key, long bytes) {
+            order.add(key);
+            long total = used.addAndGet(bytes);
+            while (total > budget) {
+                Long oldest = order.poll();
+                if (oldest == null) {
+                    break;
+                }
+                if (oldest == key) {
+                    // the chunk just decoded stays, whatever the budget: its reader is about to use it
+                    order.add(key);
+                    break;
+                }
+                CompletableFuture<byte[]> entry = entries.get(oldest);
+                // an entry still being decoded is not charged yet (its decoder charges it when done)
+                if (entry != null && entry.isDone() && !entry.isCompletedExceptionally() && entries.remove(oldest, entry)) {
+                    total = used.addAndGet(-entry.join().length);
+                }
+            }
+        }
+
+        /**
+         * The decoded bytes held now.
+         *
+         * @return bytes
+         */
+        long usedBytes() {
+            return used.get();
+        }
+    }
+}
