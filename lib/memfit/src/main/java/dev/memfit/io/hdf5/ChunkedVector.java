@@ -73,6 +73,7 @@ final class ChunkedVector {
     private final FilterInfo[] filters;
     private final Cache cache;
     private final int cacheId;
+    private String index = "none (no chunk written)";
 
     /**
      * Reads the chunk index of a dataset and checks it.
@@ -155,6 +156,13 @@ final class ChunkedVector {
                 if (layout.getAddress() == -1L) {
                     return List.of();
                 }
+                index = switch (layout.getIndexingType()) {
+                    case ChunkedDataLayoutMessageV4.SINGLE_CHUNK_INDEX -> "single chunk";
+                    case ChunkedDataLayoutMessageV4.IMPLICIT_INDEX -> "implicit";
+                    case ChunkedDataLayoutMessageV4.FIXED_ARRAY_INDEX -> "fixed array";
+                    case ChunkedDataLayoutMessageV4.EXTENSIBLE_ARRAY_INDEX -> "extensible array";
+                    default -> "B-tree v2";
+                };
                 return (switch (layout.getIndexingType()) {
                     case ChunkedDataLayoutMessageV4.SINGLE_CHUNK_INDEX -> new SingleChunkIndex(layout, info);
                     case ChunkedDataLayoutMessageV4.IMPLICIT_INDEX -> new ImplicitChunkIndex(layout.getAddress(), info);
@@ -169,6 +177,7 @@ final class ChunkedVector {
             if (layout.getBTreeAddress() == -1L) {
                 return List.of();
             }
+            index = "B-tree v1";
             return new ArrayList<>(BTreeV1.createDataBTree(storage, layout.getBTreeAddress(), 1).getChunks());
         } catch (InvalidFileException e) {
             throw e;
@@ -180,6 +189,15 @@ final class ChunkedVector {
     /** Whether a chunk with this mask is stored as is: no filters, or every one skipped. */
     private boolean raw(int mask) {
         return filters.length == 0 || Integer.bitCount(mask & ((1 << filters.length) - 1)) == filters.length;
+    }
+
+    /**
+     * The kind of chunk index the file has for this dataset, for diagnostics and tests.
+     *
+     * @return "B-tree v1", "single chunk", "implicit", "fixed array", "extensible array" or "B-tree v2"
+     */
+    String index() {
+        return index;
     }
 
     /**

@@ -171,6 +171,33 @@ class ChunkedTest {
     }
 
     @Test
+    void indexesAreTheOnesAnndataAndH5pyWrite() throws IOException {
+        for (String name : List.of("default.h5ad", "gzip.h5ad", "latest.h5ad")) {
+            Path file = dir.resolve(name);
+            try (HdfFile hdf = new HdfFile(file); Arena arena = Arena.ofConfined();
+                 FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+                MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+                ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+                List<String> kinds = new ArrayList<>();
+                for (String dataset : List.of("data", "indices", "indptr")) {
+                    ChunkedVector vector = new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath("X/" + dataset), cache);
+                    kinds.add(vector.index());
+                    if (name.equals("default.h5ad") || name.equals("latest.h5ad") && dataset.equals("indices")) {
+                        // unfiltered: a range inside one chunk is the mapping itself, not a copy
+                        assertTrue(vector.bytes(1, 10).isNative(), name + " " + dataset + " zero copy");
+                        assertTrue(vector.offsetOf(1) > 0, name + " " + dataset);
+                    } else {
+                        assertEquals(-1, vector.offsetOf(1), name + " " + dataset + " compressed");
+                    }
+                }
+                assertEquals(name.equals("latest.h5ad") ? List.of("extensible array", "fixed array", "single chunk")
+                        : List.of("B-tree v1", "B-tree v1", "B-tree v1"), kinds, name);
+                assertEquals(0, name.equals("default.h5ad") ? cache.usedBytes() : 0, "nothing decoded for raw chunks");
+            }
+        }
+    }
+
+    @Test
     void concurrentReadersSeeTheSameValues() throws Exception {
         float[] expected = expectedDense();
         try (H5ad h5ad = H5ad.open(dir.resolve("shuffle.h5ad"))) {
