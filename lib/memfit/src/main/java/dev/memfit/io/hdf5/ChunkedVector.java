@@ -144,6 +144,14 @@ final class ChunkedVector {
             sizes[k] = size;
             masks[k] = mask;
         }
+        if (Arrays.stream(offsets).anyMatch(offset -> offset < 0)) {
+            // unwritten chunks read as the fill value; memfit fills zeros, the HDF5 and h5py default
+            Object fill = dataset.getFillValue();
+            if (fill instanceof Number number && number.doubleValue() != 0) {
+                throw new InvalidFileException(file, -1, name + " with unwritten chunks filled with 0",
+                        "fill value " + fill + " (not supported)");
+            }
+        }
     }
 
     /** The chunk index through jhdf's public index classes (what its own lazy lookup does, once, here). */

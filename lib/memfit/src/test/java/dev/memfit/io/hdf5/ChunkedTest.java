@@ -99,6 +99,23 @@ class ChunkedTest {
                     assert f['X/data'].id.get_num_chunks() > 3
                     info = f['X/data'].id.get_chunk_info(2)
                     open(d + '/corrupt-at.txt', 'w').write('%%d %%d %%d' %% (info.byte_offset, info.size, info.chunk_offset[0] // f['X/data'].chunks[0]))
+                with h5py.File(d + '/other.h5', 'w') as f:
+                    noise = np.frombuffer(rng.bytes(4 * 10500), dtype=np.float32)
+                    f.create_dataset('lzf', data=noise, chunks=(1000,), compression='lzf')
+                    f.create_dataset('lzfshuffle', data=noise, chunks=(1000,), compression='lzf', shuffle=True)
+                    f.create_dataset('gzip', data=noise, chunks=(1000,), compression='gzip', shuffle=True)
+                    holes = f.create_dataset('holes', shape=(10500,), dtype=np.int64, chunks=(1000,), compression='gzip')
+                    holes[3000:3500] = np.arange(500)
+                    holes[10400:] = np.arange(100)
+                    raw = f.create_dataset('rawholes', shape=(10500,), dtype=np.int32, chunks=(1000,))
+                    raw[1500:2500] = np.arange(1000)
+                    f.create_dataset('filled', shape=(10500,), dtype=np.int32, chunks=(1000,), fillvalue=7)[0:10] = 1
+                    masks = []
+                    for k in ('lzf', 'lzfshuffle', 'gzip', 'holes', 'rawholes'):
+                        np.save(d + '/other.h5.' + k + '.npy', f[k][:])
+                        masks += [f[k].id.get_chunk_info(i).filter_mask for i in range(f[k].id.get_num_chunks())]
+                    assert f['holes'].id.get_num_chunks() == 2, f['holes'].id.get_num_chunks()
+                    assert any(m != 0 for m in masks), 'some chunk skips a filter'
                 with h5py.File(d + '/gzip64.h5ad', 'r') as f:
                     assert f['X/indices'].dtype == np.int64
                 print('ok')
@@ -194,6 +211,33 @@ class ChunkedTest {
                         : List.of("B-tree v1", "B-tree v1", "B-tree v1"), kinds, name);
                 assertEquals(0, name.equals("default.h5ad") ? cache.usedBytes() : 0, "nothing decoded for raw chunks");
             }
+        }
+    }
+
+    @Test
+    void skippedFiltersAndUnwrittenChunks() throws IOException {
+        Path file = dir.resolve("other.h5");
+        Random random = new Random(5);
+        try (HdfFile hdf = new HdfFile(file); Arena arena = Arena.ofConfined();
+             FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+            for (String dataset : List.of("lzf", "lzfshuffle", "gzip", "holes", "rawholes")) {
+                ChunkedVector vector = new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath(dataset), cache);
+                try (NpyArray truth = Npy.map(dir.resolve("other.h5." + dataset + ".npy"))) {
+                    int size = truth.dtype().byteSize();
+                    assertEquals(-1, truth.data().mismatch(vector.bytes(0, vector.length())), dataset + " whole");
+                    for (int t = 0; t < 200; t++) {
+                        long start = random.nextLong(vector.length());
+                        long n = random.nextLong(Math.min(2500, vector.length() - start) + 1);
+                        assertEquals(-1, truth.data().asSlice(start * size, n * size).mismatch(vector.bytes(start, n)),
+                                dataset + " [" + start + ", " + (start + n) + ")");
+                    }
+                }
+            }
+            InvalidFileException e = assertThrows(InvalidFileException.class,
+                    () -> new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath("filled"), cache));
+            assertTrue(e.getMessage().contains("/filled") && e.getMessage().contains("fill value 7"), e.getMessage());
         }
     }
 
