@@ -196,7 +196,8 @@ final class ChunkedVector {
 
     /** Whether a chunk with this mask is stored as is: no filters, or every one skipped. */
     private boolean raw(int mask) {
-        return filters.length == 0 || Integer.bitCount(mask & ((1 << filters.length) - 1)) == filters.length;
+        long all = filters.length >= Long.SIZE ? -1L : (1L << filters.length) - 1;
+        return filters.length == 0 || ((mask & 0xffffffffL) & all) == all;
     }
 
     /**

@@ -116,6 +116,11 @@ class ChunkedTest {
                         masks += [f[k].id.get_chunk_info(i).filter_mask for i in range(f[k].id.get_num_chunks())]
                     assert f['holes'].id.get_num_chunks() == 2, f['holes'].id.get_num_chunks()
                     assert any(m != 0 for m in masks), 'some chunk skips a filter'
+                with h5py.File(d + '/ub.h5', 'w', userblock_size=512) as f:
+                    f.create_dataset('raw', data=np.arange(5000, dtype=np.int32), chunks=(700,), maxshape=(None,))
+                    f.create_dataset('gzip', data=np.arange(5000, dtype=np.float64), chunks=(700,), compression='gzip')
+                    for k in ('raw', 'gzip'):
+                        np.save(d + '/ub.h5.' + k + '.npy', f[k][:])
                 with h5py.File(d + '/gzip64.h5ad', 'r') as f:
                     assert f['X/indices'].dtype == np.int64
                 print('ok')
@@ -223,21 +228,41 @@ class ChunkedTest {
             MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
             ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
             for (String dataset : List.of("lzf", "lzfshuffle", "gzip", "holes", "rawholes")) {
-                ChunkedVector vector = new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath(dataset), cache);
-                try (NpyArray truth = Npy.map(dir.resolve("other.h5." + dataset + ".npy"))) {
-                    int size = truth.dtype().byteSize();
-                    assertEquals(-1, truth.data().mismatch(vector.bytes(0, vector.length())), dataset + " whole");
-                    for (int t = 0; t < 200; t++) {
-                        long start = random.nextLong(vector.length());
-                        long n = random.nextLong(Math.min(2500, vector.length() - start) + 1);
-                        assertEquals(-1, truth.data().asSlice(start * size, n * size).mismatch(vector.bytes(start, n)),
-                                dataset + " [" + start + ", " + (start + n) + ")");
-                    }
-                }
+                check(file, hdf, mapping, cache, dataset, random);
             }
             InvalidFileException e = assertThrows(InvalidFileException.class,
                     () -> new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath("filled"), cache));
             assertTrue(e.getMessage().contains("/filled") && e.getMessage().contains("fill value 7"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aUserBlockShiftsEveryChunk() throws IOException {
+        Path file = dir.resolve("ub.h5");
+        try (HdfFile hdf = new HdfFile(file); Arena arena = Arena.ofConfined();
+             FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            assertEquals(512, hdf.getUserBlockSize());
+            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+            for (String dataset : List.of("raw", "gzip")) {
+                check(file, hdf, mapping, cache, dataset, new Random(9));
+            }
+        }
+    }
+
+    /** Every value of a dataset, whole and in random ranges, against what h5py read (saved next to the file). */
+    private static void check(Path file, HdfFile hdf, MemorySegment mapping, ChunkedVector.Cache cache, String dataset, Random random) {
+        ChunkedVector vector = new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath(dataset), cache);
+        try (NpyArray truth = Npy.map(dir.resolve(file.getFileName() + "." + dataset + ".npy"))) {
+            int size = truth.dtype().byteSize();
+            assertEquals(truth.data().byteSize() / size, vector.length(), dataset);
+            assertEquals(-1, truth.data().mismatch(vector.bytes(0, vector.length())), dataset + " whole");
+            for (int t = 0; t < 200; t++) {
+                long start = random.nextLong(vector.length());
+                long n = random.nextLong(Math.min(2500, vector.length() - start) + 1);
+                assertEquals(-1, truth.data().asSlice(start * size, n * size).mismatch(vector.bytes(start, n)),
+                        dataset + " [" + start + ", " + (start + n) + ")");
+            }
         }
     }
 
