@@ -17,11 +17,18 @@ import java.nio.file.Path;
  * <p>Every cell is read once per epoch in runs of consecutive cells, which is what compressed, chunked files (every
  * file anndata writes) read fastest; randomness comes from the chunk order and the draws from the buffer, so a larger
  * buffer mixes better at the cost of memory ({@link Loader#bufferMemory()}).
+ *
+ * <p>This is block shuffling, as {@link dev.memfit.sample.BlockShuffleSampler} does for random-access loaders (and
+ * scDataset and annbatch do): a chunk is a block of consecutive cells, and the buffer is the fetch, {@code fetch
+ * factor x batch size} cells; {@link #optBlockShuffle(int, int)} sets both in those terms. One difference: the buffer
+ * is refilled chunk by chunk as batches leave it rather than emptied fetch by fetch, so each batch draws from about a
+ * buffer's worth of chunks. {@link dev.memfit.sample.BatchDiversity} shows what a block size costs in mixing.
  */
 public final class H5adStreamBuilder implements Loader.Builder {
     private final Path file;
     private int chunkSize = 10_000;
     private Integer bufferCells;
+    private Integer fetchFactor;
     private int batchSize = 256;
     private int threads = 1;
     private Integer prefetch;
@@ -44,6 +51,22 @@ public final class H5adStreamBuilder implements Loader.Builder {
     }
 
     /**
+     * Sets chunks and buffer in block-shuffling terms: chunks of {@code blockCells} consecutive cells (a block), and a
+     * buffer (a fetch) of the whole chunks that hold at least {@code fetchFactor} batches of the batch size set with
+     * {@link #optBatchSize(int)}, in either order. A later {@link #optBufferCells(int)} overrides the buffer.
+     *
+     * @param blockCells the cells of a chunk, at least 1
+     * @param fetchFactor the batches the buffer holds, at least 1
+     * @return this builder
+     */
+    public H5adStreamBuilder optBlockShuffle(int blockCells, int fetchFactor) {
+        this.fetchFactor = fetchFactor;
+        this.bufferCells = null;
+        this.chunkSize = blockCells;
+        return this;
+    }
+
+    /**
      * Sets the cells held in the shuffle buffer, which batches are drawn from at random.
      *
      * @param cells at least one chunk and one batch
@@ -51,6 +74,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
      */
     public H5adStreamBuilder optBufferCells(int cells) {
         this.bufferCells = cells;
+        this.fetchFactor = null;
         return this;
     }
 
@@ -122,7 +146,24 @@ public final class H5adStreamBuilder implements Loader.Builder {
      */
     @Override
     public Loader build() {
-        return new Loader(new H5adStream(file, chunkSize, bufferCells == null ? Math.max(4 * chunkSize, batchSize) : bufferCells, batchSize,
+        int buffer = bufferCells != null ? bufferCells
+                : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
+        return new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
                 threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast));
+    }
+
+    /** The whole chunks holding at least {@code fetchFactor} batches: the buffer {@link #optBlockShuffle} asks for. */
+    static int fetchCells(int chunkSize, int fetchFactor, int batchSize) {
+        if (chunkSize < 1 || fetchFactor < 1) {
+            throw new dev.memfit.MemfitException("optBlockShuffle needs blockCells >= 1 and fetchFactor >= 1, got "
+                    + chunkSize + " and " + fetchFactor);
+        }
+        long wanted = (long) fetchFactor * Math.max(1, batchSize);
+        long cells = (wanted + chunkSize - 1) / chunkSize * chunkSize;
+        if (cells > Integer.MAX_VALUE - 8) {
+            throw new dev.memfit.MemfitException("optBlockShuffle: a buffer of " + cells + " cells is too large; lower "
+                    + "the fetch factor or the batch size");
+        }
+        return (int) cells;
     }
 }

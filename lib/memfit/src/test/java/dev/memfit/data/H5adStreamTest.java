@@ -88,6 +88,27 @@ class H5adStreamTest {
     }
 
     @Test
+    void blockShuffleSetsChunksAndABufferOfWholeChunksHoldingFetchFactorBatches() {
+        assertEquals(4096, H5adStreamBuilder.fetchCells(64, 16, 256));
+        assertEquals(800, H5adStreamBuilder.fetchCells(100, 3, 256), "768 cells rounded up to whole chunks");
+        assertEquals(100, H5adStreamBuilder.fetchCells(100, 1, 10), "at least one chunk");
+        assertThrows(MemfitException.class, () -> H5adStreamBuilder.fetchCells(16, 0, 10));
+        try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined();
+             // the batch size may come after: the buffer is worked out at build()
+             Loader stream = Datasets.h5ad(file).optBlockShuffle(16, 3).optBatchSize(10).optShuffle(7).build()) {
+            assertTrue(stream.describe().contains("chunks of 16") && stream.describe().contains("shuffle buffer 32"),
+                    stream.describe());
+            MemorySegment all = arena.allocate(203L * 25 * 4);
+            h5ad.readRows(0, 203, all);
+            assertEquals(203, new HashSet<>(order(stream, 0, all)).size(), "every cell once");
+        }
+        try (Loader overridden = Datasets.h5ad(file).optBlockShuffle(16, 3).optBufferCells(48).optBatchSize(10).build()) {
+            assertTrue(overridden.describe().contains("shuffle buffer 48"), overridden.describe());
+        }
+        assertThrows(MemfitException.class, () -> Datasets.h5ad(file).optBlockShuffle(16, 0).build());
+    }
+
+    @Test
     void aBufferOfOneChunkStillGivesFullBatchesAndDropLastDropsTheShortOne() {
         try (Arena arena = Arena.ofConfined(); H5ad h5ad = H5ad.open(file);
              Loader stream = Datasets.h5ad(file).optChunkSize(16).optBufferCells(16).optBatchSize(12).optShuffle(3).build();
