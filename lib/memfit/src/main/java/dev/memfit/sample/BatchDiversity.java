@@ -15,8 +15,9 @@ import java.util.Locale;
  * block-shuffled batches fewer classes, so a lower entropy than a random batch's.
  *
  * <pre>{@code
- * BatchDiversity blocks = BatchDiversity.measure(sampler.order(0), 256, 64, labels);
- * BatchDiversity random = BatchDiversity.ofRandomOrder(labels.length, 256, 64, labels, 0);
+ * BatchDiversity.Builder meter = BatchDiversity.builder().setBatchSize(256).setBlockSize(64).optLabels(labels);
+ * BatchDiversity blocks = meter.measure(sampler.order(0));
+ * BatchDiversity random = meter.measureRandom(labels.length, 0);
  * System.out.println(blocks.versus(random));
  * // 14.2 distinct blocks per batch of 256 (a random batch: 245.1), label entropy 1.31 bits (random: 1.58)
  * }</pre>
@@ -29,19 +30,89 @@ import java.util.Locale;
 public record BatchDiversity(long batches, int batchSize, double blocksPerBatch, double labelEntropy) {
 
     /**
-     * Measures one epoch's order, cut into consecutive batches as a loader cuts it. Reads the whole order once:
-     * time proportional to its length, memory to one batch (and the class count).
+     * Starts configuring a measurement.
      *
-     * @param order the epoch's order, e.g. {@code sampler.order(epoch)}
-     * @param batchSize samples per batch, at least 1
-     * @param blockSize consecutive indices per block, at least 1
-     * @param labels the class of each sample, from 0, or {@code null} to skip the entropy
-     * @return the measures
-     * @throws MemfitException when a setting is out of range or a label is negative
+     * @return the builder
      */
-    public static BatchDiversity measure(SampleOrder order, int batchSize, long blockSize, int[] labels) {
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * What to measure with: the batch size and block size (required) and the labels (optional). Its terminal calls
+     * measure an order ({@link #measure}) or a uniform shuffle of the same data ({@link #measureRandom}).
+     */
+    public static final class Builder {
+        private int batchSize;
+        private long blockSize;
+        private int[] labels;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the samples per batch, as the loader cuts the order.
+         *
+         * @param size at least 1
+         * @return this builder
+         */
+        public Builder setBatchSize(int size) {
+            this.batchSize = size;
+            return this;
+        }
+
+        /**
+         * Sets the consecutive indices per block (block {@code index / blockSize}).
+         *
+         * @param size at least 1
+         * @return this builder
+         */
+        public Builder setBlockSize(long size) {
+            this.blockSize = size;
+            return this;
+        }
+
+        /**
+         * Sets the class of each sample, from 0, for the label entropy (default: none, entropy {@code NaN}).
+         *
+         * @param classes one class per sample
+         * @return this builder
+         */
+        public Builder optLabels(int[] classes) {
+            this.labels = classes;
+            return this;
+        }
+
+        /**
+         * Measures one epoch's order, cut into consecutive batches as a loader cuts it. Reads the whole order once:
+         * time proportional to its length, memory to one batch (and the class count).
+         *
+         * @param order the epoch's order, e.g. {@code sampler.order(epoch)}
+         * @return the measures
+         * @throws MemfitException when a setting is out of range or a label is negative
+         */
+        public BatchDiversity measure(SampleOrder order) {
+            return BatchDiversity.measure(order, batchSize, blockSize, labels);
+        }
+
+        /**
+         * Measures a uniformly shuffled epoch ({@link ShuffledSampler}) of the same data: the reference a block order
+         * is compared with.
+         *
+         * @param size the number of samples
+         * @param seed the shuffle's seed
+         * @return the measures of a random order
+         * @throws MemfitException when a setting is out of range or a label is negative
+         */
+        public BatchDiversity measureRandom(long size, long seed) {
+            return BatchDiversity.measure(new ShuffledSampler(size, seed).order(0), batchSize, blockSize, labels);
+        }
+    }
+
+    private static BatchDiversity measure(SampleOrder order, int batchSize, long blockSize, int[] labels) {
         if (batchSize < 1 || blockSize < 1) {
-            throw new MemfitException("batch size and block size must be at least 1, got " + batchSize + " and " + blockSize);
+            throw new MemfitException("setBatchSize(n) and setBlockSize(n) are required, each at least 1, got "
+                    + batchSize + " and " + blockSize);
         }
         int[] counts = labels == null ? null : new int[classes(labels)];
         long length = order.length();
@@ -73,22 +144,7 @@ public record BatchDiversity(long batches, int batchSize, double blocksPerBatch,
     }
 
     /**
-     * Measures a uniformly shuffled epoch ({@link ShuffledSampler}) of the same data: the reference a block order
-     * is compared with.
-     *
-     * @param size the number of samples
-     * @param batchSize samples per batch, at least 1
-     * @param blockSize consecutive indices per block, at least 1
-     * @param labels the class of each sample, from 0, or {@code null} to skip the entropy
-     * @param seed the shuffle's seed
-     * @return the measures of a random order
-     */
-    public static BatchDiversity ofRandomOrder(long size, int batchSize, long blockSize, int[] labels, long seed) {
-        return measure(new ShuffledSampler(size, seed).order(0), batchSize, blockSize, labels);
-    }
-
-    /**
-     * One line comparing these batches with a reference, usually {@link #ofRandomOrder}'s.
+     * One line comparing these batches with a reference, usually {@link Builder#measureRandom}'s.
      *
      * @param random the reference measures
      * @return e.g. {@code "14.2 distinct blocks per batch of 256 (a random batch: 245.1), label entropy 1.31 bits

@@ -160,17 +160,17 @@ class BlockShuffleTest {
     @Test
     void diversityIsMeasuredExactlyOnASmallOrder() {
         int[] labels = {0, 0, 1, 1, 0, 0, 1, 1};
-        BatchDiversity runs = BatchDiversity.measure(SampleOrder.of(new long[]{0, 1, 2, 3, 4, 5, 6, 7}), 4, 2, labels);
+        BatchDiversity runs = BatchDiversity.builder().setBatchSize(4).setBlockSize(2).optLabels(labels).measure(SampleOrder.of(new long[]{0, 1, 2, 3, 4, 5, 6, 7}));
         assertEquals(2, runs.batches());
         assertEquals(2.0, runs.blocksPerBatch(), 1e-12);
         assertEquals(1.0, runs.labelEntropy(), 1e-12);
-        BatchDiversity spread = BatchDiversity.measure(SampleOrder.of(new long[]{0, 2, 4, 6, 1, 3, 5, 7}), 4, 2, null);
+        BatchDiversity spread = BatchDiversity.builder().setBatchSize(4).setBlockSize(2).measure(SampleOrder.of(new long[]{0, 2, 4, 6, 1, 3, 5, 7}));
         assertEquals(4.0, spread.blocksPerBatch(), 1e-12);
         assertTrue(Double.isNaN(spread.labelEntropy()));
-        BatchDiversity oneClass = BatchDiversity.measure(SampleOrder.of(new long[]{0, 1, 4, 5, 2}), 4, 2, labels);
+        BatchDiversity oneClass = BatchDiversity.builder().setBatchSize(4).setBlockSize(2).optLabels(labels).measure(SampleOrder.of(new long[]{0, 1, 4, 5, 2}));
         assertEquals(1, oneClass.batches(), "the partial last batch is left out");
         assertEquals(0.0, oneClass.labelEntropy(), 1e-12);
-        assertThrows(MemfitException.class, () -> BatchDiversity.measure(SampleOrder.of(new long[]{0}), 0, 2, null));
+        assertThrows(MemfitException.class, () -> BatchDiversity.builder().setBatchSize(0).setBlockSize(2).measure(SampleOrder.of(new long[]{0})));
     }
 
     @Test
@@ -180,10 +180,10 @@ class BlockShuffleTest {
         for (int i = 0; i < labels.length; i++) {
             labels[i] = i / 6_400;
         }
-        BatchDiversity random = BatchDiversity.ofRandomOrder(labels.length, 256, 64, labels, 5);
-        BatchDiversity blocks = BatchDiversity.measure(sampler(labels.length, 64, 256, 4, 5).order(0), 256, 64, labels);
-        BatchDiversity wider = BatchDiversity.measure(sampler(labels.length, 64, 256, 64, 5).order(0), 256, 64, labels);
-        BatchDiversity single = BatchDiversity.measure(sampler(labels.length, 1, 256, 1, 5).order(0), 256, 64, labels);
+        BatchDiversity random = BatchDiversity.builder().setBatchSize(256).setBlockSize(64).optLabels(labels).measureRandom(labels.length, 5);
+        BatchDiversity blocks = BatchDiversity.builder().setBatchSize(256).setBlockSize(64).optLabels(labels).measure(sampler(labels.length, 64, 256, 4, 5).order(0));
+        BatchDiversity wider = BatchDiversity.builder().setBatchSize(256).setBlockSize(64).optLabels(labels).measure(sampler(labels.length, 64, 256, 64, 5).order(0));
+        BatchDiversity single = BatchDiversity.builder().setBatchSize(256).setBlockSize(64).optLabels(labels).measure(sampler(labels.length, 1, 256, 1, 5).order(0));
         assertEquals(250, blocks.batches());
         // a random batch of 256 from 1,000 blocks touches about 1000 (1 - e^-0.256) = 226 of them
         assertTrue(random.blocksPerBatch() > 200, random.toString());
