@@ -86,6 +86,8 @@ memfit_kernelspec() {
 # The kernel's own output (class path lines, warnings) goes to kernel.log beside this file; cell output goes to
 # the notebook as usual.
 exec >>"$dir/kernel.log" 2>&1
+# PyTorch's OpenMP threads spin after every op by default, starving the loader's reader threads on a small machine.
+export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
 exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) \\
   -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
   dev.memfit.kernel.KernelMain "\$@"
@@ -111,6 +113,9 @@ JSON
 # Everything a command needs before it runs.
 memfit_setup() {
     export DJL_OFFLINE=true OPT_OUT_TRACKING=true
+    # PyTorch's OpenMP threads spin after every op by default, starving loader threads on a small machine: with one
+    # of two cores busy elsewhere, a notebook-03-like epoch took 4.0-4.7 s spinning and 2.0-2.3 s passive.
+    export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
     memfit_find_jdk
     memfit_system_packages
     memfit_build
