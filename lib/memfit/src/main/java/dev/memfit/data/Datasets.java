@@ -183,8 +183,8 @@ public final class Datasets {
      * @param h5ad the file
      * @param frame "obs" or "var"
      * @return column name to its values, in the stored column order (the index excluded): a {@code String[]} for
-     *         strings and categoricals (a missing category is {@code null}) and for booleans as anndata writes them
-     *         (an HDF5 enum, read as "TRUE" and "FALSE"), a {@code double[]} for numbers
+     *         strings and categoricals (a missing category is {@code null}), a {@code boolean[]} for booleans (which
+     *         anndata stores as an HDF5 enum), a {@code double[]} for numbers
      * @throws MemfitException when the frame is neither "obs" nor "var", or the file is not a valid {@code .h5ad}
      */
     public static Map<String, Object> columns(Path h5ad, String frame) {
@@ -198,7 +198,8 @@ public final class Datasets {
     }
 
     /**
-     * The labels of an {@code .h5ad}'s cells, from one {@code obs} column of strings or categories, encoded as class
+     * The labels of an {@code .h5ad}'s cells, from one {@code obs} column of strings, categories or booleans (classes
+     * "False" and "True"), encoded as class
      * numbers ({@link Labels#of}): for a classifier's targets or a weighted sampler.
      *
      * @param h5ad the file
@@ -212,9 +213,17 @@ public final class Datasets {
         try (H5ad file = H5ad.open(h5ad)) {
             values = file.column("obs", obsColumn);
         }
+        if (values instanceof boolean[] flags) {
+            // a bool column (say is_doublet) as two classes, named as numpy prints them
+            String[] names = new String[flags.length];
+            for (int i = 0; i < flags.length; i++) {
+                names[i] = flags[i] ? "True" : "False";
+            }
+            return Labels.of(names, obsColumn);
+        }
         if (!(values instanceof String[] names)) {
             throw new MemfitException(h5ad + ": obs column '" + obsColumn + "' holds numbers; labels are read from a "
-                    + "column of strings or categories");
+                    + "column of strings, categories or booleans");
         }
         return Labels.of(names, obsColumn);
     }

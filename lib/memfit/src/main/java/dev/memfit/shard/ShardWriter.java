@@ -274,6 +274,8 @@ public final class ShardWriter {
         for (Map.Entry<String, Object> column : columns.entrySet()) {
             if (column.getValue() instanceof double[]) {
                 schema.required(PrimitiveType.PrimitiveTypeName.DOUBLE).named(column.getKey());
+            } else if (column.getValue() instanceof boolean[]) {
+                schema.required(PrimitiveType.PrimitiveTypeName.BOOLEAN).named(column.getKey());
             } else {
                 schema.optional(PrimitiveType.PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(column.getKey());
             }
@@ -287,6 +289,8 @@ public final class ShardWriter {
                 Object data = column.getValue();
                 if (data instanceof double[] numbers) {
                     values.write(column.getKey(), numbers[row]);
+                } else if (data instanceof boolean[] flags) {
+                    values.write(column.getKey(), flags[row]);
                 } else if (data instanceof String[] texts && texts[row] != null) {
                     values.write(column.getKey(), texts[row]);
                 }

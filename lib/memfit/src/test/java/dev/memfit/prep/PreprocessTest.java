@@ -77,6 +77,34 @@ class PreprocessTest {
     }
 
     @Test
+    void obsColumnsKeepTheirTypesFromAnAnndataFile(@org.junit.jupiter.api.io.TempDir Path other) {
+        // anndata stores a bool column as an HDF5 enum; it must come out bool, not as the strings "TRUE"/"FALSE"
+        Path raw = other.resolve("raw.h5ad");
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad
+                rng = np.random.default_rng(4)
+                x = rng.poisson(2.0, (200, 40)).astype(np.float32)
+                obs = pd.DataFrame({'is_doublet': rng.random(200) < 0.3, 'batch': rng.choice(['a', 'b'], 200),
+                                    'score': rng.random(200)}, index=[f'c{i}' for i in range(200)])
+                ad.AnnData(sp.csr_matrix(x), obs=obs).write_h5ad(sys.argv[1])
+                print('ok')
+                """, raw));
+        Path processed = other.resolve("processed.h5ad");
+        Preprocess.builder().setInput(raw).optHighlyVariable(10).run(processed);
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, anndata as ad
+                raw = ad.read_h5ad(sys.argv[1])
+                out = ad.read_h5ad(sys.argv[2])
+                assert out.obs['is_doublet'].dtype == bool, out.obs['is_doublet'].dtype
+                assert (out.obs['is_doublet'].values == raw.obs['is_doublet'].values).all()
+                assert list(out.obs['batch']) == list(raw.obs['batch'])
+                assert np.allclose(out.obs['score'].values, raw.obs['score'].values)
+                print('ok')
+                """, raw, processed));
+        assertEquals(java.util.List.of("False", "True"), dev.memfit.data.Datasets.labels(raw, "is_doublet").names());
+    }
+
+    @Test
     void badRequestsAreRefusedBeforeAnythingIsWritten() {
         Path raw = dir.resolve("raw.h5ad");
         SyntheticAtlas.builder().setCells(50).setGenes(40).optSeed(1).write(raw);

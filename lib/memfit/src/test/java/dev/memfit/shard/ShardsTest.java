@@ -38,7 +38,8 @@ class ShardsTest {
                 rng = np.random.default_rng(1)
                 x = ((rng.random((120, 30)) < 0.2) * rng.integers(1, 9, (120, 30))).astype(np.float32)
                 obs = pd.DataFrame({'cell_type': pd.Categorical(rng.choice(['B', 'T'], 120)),
-                                    'depth': x.sum(axis=1).astype(np.float64)}, index=['c%d' % i for i in range(120)])
+                                    'depth': x.sum(axis=1).astype(np.float64),
+                                    'is_doublet': rng.random(120) < 0.3}, index=['c%d' % i for i in range(120)])
                 ad.AnnData(sp.csr_matrix(x), obs=obs, var=pd.DataFrame(index=['g%d' % j for j in range(30)])).write_h5ad(sys.argv[1])
                 print('ok')
                 """, input));
@@ -77,6 +78,8 @@ class ShardsTest {
             assertEquals(50, table.size());
             assertEquals("cell_id=c57", table.get(7)[0]);
             assertEquals("cell_type=" + types[57], table.get(7)[1]);
+            boolean[] doublets = (boolean[]) h5ad.column("obs", "is_doublet");
+            assertEquals("is_doublet=" + doublets[57], table.get(7)[3], "anndata's bool column stays boolean");
         }
         try (ShardStore store = ShardStore.open(out)) {
             assertEquals(List.of(50L, 50L, 20L), java.util.Arrays.stream(store.shardSizes()).boxed().toList());

@@ -10,6 +10,7 @@ import io.jhdf.api.Group;
 import io.jhdf.api.Node;
 import io.jhdf.api.dataset.ChunkedDataset;
 import io.jhdf.api.dataset.ContiguousDataset;
+import io.jhdf.object.datatype.EnumDataType;
 import io.jhdf.object.datatype.FixedPoint;
 import io.jhdf.object.datatype.FloatingPoint;
 import dev.memfit.NativeMemory;
@@ -335,7 +336,8 @@ public final class H5ad implements AutoCloseable {
      * The columns of a dataframe ({@code obs} or {@code var}) in their stored order, excluding the index.
      *
      * @param frame "obs" or "var"
-     * @return column name to its values: a {@code String[]} (strings and categorical labels) or a {@code double[]}
+     * @return column name to its values: a {@code String[]} (strings and categorical labels), a {@code boolean[]}
+     *         (numpy bool, stored by h5py as an HDF5 enum) or a {@code double[]} (numbers)
      */
     public Map<String, Object> columns(String frame) {
         Map<String, Object> columns = new LinkedHashMap<>();
@@ -358,7 +360,7 @@ public final class H5ad implements AutoCloseable {
      *
      * @param frame "obs" or "var"
      * @param name the column
-     * @return a {@code String[]} or a {@code double[]}
+     * @return a {@code String[]}, a {@code boolean[]} or a {@code double[]}, as {@link #columns} returns them
      * @throws MemfitException naming the columns that exist when it does not
      */
     public Object column(String frame, String name) {
@@ -388,6 +390,15 @@ public final class H5ad implements AutoCloseable {
         Node node = group.getChildren().get(name);
         if (node instanceof Dataset dataset) {
             Object values = dataset.getData();
+            if (dataset.getDataType() instanceof EnumDataType type && values instanceof String[] names
+                    && BOOLEAN_ENUM.equals(type.getEnumMapping())) {
+                // anndata (through h5py) stores numpy bool as an HDF5 enum {FALSE: 0, TRUE: 1}; jhdf reads its names
+                boolean[] flags = new boolean[names.length];
+                for (int i = 0; i < names.length; i++) {
+                    flags[i] = "TRUE".equals(names[i]);
+                }
+                return flags;
+            }
             if (values instanceof String[] strings) {
                 return strings;
             }
@@ -404,6 +415,9 @@ public final class H5ad implements AutoCloseable {
         }
         throw new InvalidFileException(file, -1, "a column " + group.getPath() + name, "none");
     }
+
+    /** The HDF5 enum h5py writes for numpy's bool. */
+    private static final Map<Integer, String> BOOLEAN_ENUM = Map.of(0, "FALSE", 1, "TRUE");
 
     private static double[] toDoubles(Object array) {
         double[] values = new double[Array.getLength(array)];
