@@ -14,7 +14,6 @@ import dev.memfit.sample.DistributedShardSampler;
 import dev.memfit.sample.Subsets;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.source.ArraySource;
-import dev.memfit.source.SampleSource;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -158,30 +157,11 @@ public sealed interface LoadingStrategy {
                 case NPY_FOLDER -> Datasets.records(FileSet.open(path)).eager();
                 case SHARDS -> Datasets.owned(() -> {
                     try (ShardStore store = ShardStore.open(path)) {
-                        return copy(store, store.describe());
+                        return ArraySource.copyOf(store.describe(), store, steps -> { });
                     }
                 });
                 case H5AD -> Datasets.owned(() -> readDense(path));
             };
-        }
-
-        private static ArraySource copy(SampleSource source, String name) {
-            ArraySource copy = ArraySource.allocate(name, source.size(), source.sampleShape(), source.dtype());
-            long bytes = source.sampleBytes();
-            int block = (int) Math.max(1, Math.min(source.size(), (64L << 20) / Math.max(1, bytes)));
-            try {
-                for (long first = 0; first < source.size(); first += block) {
-                    long[] indices = new long[(int) Math.min(block, source.size() - first)];
-                    for (int i = 0; i < indices.length; i++) {
-                        indices[i] = first + i;
-                    }
-                    source.readBatch(indices, copy.data().asSlice(first * bytes, indices.length * bytes));
-                }
-                return copy;
-            } catch (RuntimeException e) {
-                copy.close();
-                throw e;
-            }
         }
 
         private static ArraySource readDense(Path file) {

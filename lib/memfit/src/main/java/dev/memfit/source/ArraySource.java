@@ -1,5 +1,6 @@
 package dev.memfit.source;
 
+import dev.memfit.ProgressListener;
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
 import dev.memfit.NativeMemory;
@@ -14,6 +15,9 @@ import java.lang.foreign.ValueLayout;
  * <p>The data never lives on the Java heap, so a matrix of many GB does not need a large {@code -Xmx}.
  */
 public final class ArraySource implements SampleSource {
+
+    /** The bytes {@link #copyOf} reads at once: large reads, a bounded index array. */
+    private static final long COPY_BLOCK_BYTES = 64L << 20;
 
     private final Arena arena;
     private final MemorySegment data;
@@ -54,6 +58,36 @@ public final class ArraySource implements SampleSource {
         Arena arena = Arena.ofShared();
         MemorySegment data = arena.allocate(Math.max(1, bytes), 64).asSlice(0, bytes);
         return new ArraySource(name, arena, data, size, sampleShape, dtype, NativeMemory.ALLOCATED.reserve(bytes));
+    }
+
+    /**
+     * Every sample of another source copied into native memory, read in blocks of consecutive samples of about
+     * 64 MiB (one coalesced read each), the task advanced by the samples of each block. The memory is freed if a
+     * read fails.
+     *
+     * @param name a name for descriptions
+     * @param source the samples to copy; left open
+     * @param progress advanced by the samples copied
+     * @return the copy, owning its memory
+     */
+    public static ArraySource copyOf(String name, SampleSource source, ProgressListener.Task progress) {
+        ArraySource copy = allocate(name, source.size(), source.sampleShape(), source.dtype());
+        long sampleBytes = source.sampleBytes();
+        int block = (int) Math.max(1, Math.min(source.size(), COPY_BLOCK_BYTES / Math.max(1, sampleBytes)));
+        try {
+            for (long first = 0; first < source.size(); first += block) {
+                long[] indices = new long[(int) Math.min(block, source.size() - first)];
+                for (int i = 0; i < indices.length; i++) {
+                    indices[i] = first + i;
+                }
+                source.readBatch(indices, copy.data.asSlice(first * sampleBytes, indices.length * sampleBytes));
+                progress.step(indices.length);
+            }
+            return copy;
+        } catch (RuntimeException e) {
+            copy.close();
+            throw e;
+        }
     }
 
     /**

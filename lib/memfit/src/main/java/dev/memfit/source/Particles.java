@@ -6,7 +6,6 @@ import dev.memfit.data.Datasets;
 import dev.memfit.io.storage.RecordIndex;
 import dev.memfit.io.storage.Storage;
 
-import java.lang.foreign.MemorySegment;
 
 /**
  * Records (particle images, packed rows, small files) in memory (eager) or on demand (lazy);
@@ -18,8 +17,6 @@ import java.lang.foreign.MemorySegment;
  * }</pre>
  */
 public final class Particles {
-
-    private static final long CHUNK_BYTES = 64L << 20;
 
     private Particles() {
     }
@@ -132,27 +129,9 @@ public final class Particles {
     }
 
     private static ArraySource load(RecordIndex stack, Storage storage, int threads, ProgressListener listener) {
-        try (LazySource reader = new LazySource(stack, storage, false, threads)) {
-            ArraySource images = ArraySource.allocate("eager " + stack.source().getFileName(), stack.size(),
-                    reader.sampleShape(), reader.dtype());
-            long imageBytes = reader.sampleBytes();
-            int chunk = (int) Math.max(1, CHUNK_BYTES / imageBytes);
-            try (ProgressListener.Task progress = listener.start("Loading " + stack.source().getFileName(), stack.size(), "images")) {
-                for (long first = 0; first < stack.size(); first += chunk) {
-                    int n = (int) Math.min(chunk, stack.size() - first);
-                    long[] indices = new long[n];
-                    for (int i = 0; i < n; i++) {
-                        indices[i] = first + i;
-                    }
-                    MemorySegment target = images.data().asSlice(first * imageBytes, n * imageBytes);
-                    reader.readBatch(indices, target);
-                    progress.step(n);
-                }
-            } catch (RuntimeException e) {
-                images.close();
-                throw e;
-            }
-            return images;
+        try (LazySource reader = new LazySource(stack, storage, false, threads);
+             ProgressListener.Task progress = listener.start("Loading " + stack.source().getFileName(), stack.size(), "images")) {
+            return ArraySource.copyOf("eager " + stack.source().getFileName(), reader, progress);
         }
     }
 }
