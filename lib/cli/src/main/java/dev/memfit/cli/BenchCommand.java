@@ -175,9 +175,17 @@ final class BenchCommand implements Runnable {
         private boolean noBaselines;
         @Option(names = "--json", description = "print JSON rows instead of a table")
         private boolean json;
+        @Option(names = "--chunk-cache-mib", description = "decoded-chunk cache per open .h5ad, MiB (sets -Dmemfit.h5ad.chunkCacheMiB; default 64, raised to two bands of a chunked dense X)")
+        private Long chunkCacheMib;
 
         @Override
         public Integer call() throws Exception {
+            if (chunkCacheMib != null) {
+                if (chunkCacheMib < 0) {
+                    throw new dev.memfit.MemfitException("--chunk-cache-mib: expected a size in MiB >= 0, got " + chunkCacheMib);
+                }
+                System.setProperty("memfit.h5ad.chunkCacheMiB", Long.toString(chunkCacheMib));
+            }
             Path target = file != null ? file : Path.of("build", "bench", "atlas-" + cells + "x" + genes + ".h5ad");
             java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
             List<H5adBenchmark.Row> rows = H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,

@@ -58,7 +58,9 @@ final class EstimateCommand implements Callable<Integer> {
                 : data.sampleBytes() / data.dtype().byteSize() * Float.BYTES;
         String atlas = null;
         if (data.format() == Formats.Format.H5AD) {
-            atlas = Advice.atlasText(data.samples(), data.sampleShape()[0], (Long) data.facts().get("nnz"), devices,
+            // a dense X has no nnz in its header facts: every value counts as stored (an upper bound for the CSR size)
+            long stored = data.facts().get("nnz") instanceof Long nnz ? nnz : data.samples() * data.sampleShape()[0];
+            atlas = Advice.atlasText(data.samples(), data.sampleShape()[0], stored, devices,
                     Advice.Machine.current());
         }
         MemoryEstimator.Optimizer kind;

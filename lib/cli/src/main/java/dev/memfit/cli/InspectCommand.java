@@ -63,6 +63,18 @@ final class InspectCommand implements Callable<Integer> {
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("file", file.toString());
         facts.putAll(data.facts());
+        if (data.format() == Formats.Format.H5AD) {
+            // one pass for both: for a dense X, nnz is the count of non-zero values, as numpy's count_nonzero
+            try (H5ad h5ad = H5ad.open(file)) {
+                H5ad.Totals totals = h5ad.totals();
+                if (!h5ad.sparse()) {
+                    facts.put("nnz", totals.nonZeroValues());
+                }
+                facts.put("size_on_disk", data.bytesOnDisk());
+                facts.put("sum", totals.sum());
+                return facts;
+            }
+        }
         facts.put("size_on_disk", data.bytesOnDisk());
         facts.put("sum", sum(data));
         return facts;

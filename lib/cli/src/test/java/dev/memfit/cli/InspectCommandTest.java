@@ -108,6 +108,27 @@ class InspectCommandTest {
     }
 
     @Test
+    void denseH5adNnzCountsNonZeroValuesAndSumsInFloat64(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("dense64.h5ad");
+        String expected = PythonPeer.run("""
+                import sys, numpy as np, anndata as ad
+                rng = np.random.default_rng(2)
+                x = (rng.random((300, 40)) < 0.2) * rng.random((300, 40)) * 100
+                ad.AnnData(x, dtype=np.float64).write_h5ad(sys.argv[1], compression='gzip')
+                print(np.count_nonzero(x), repr(float(x.sum(dtype=np.float64))))
+                """, file);
+        Run run = run("inspect", file.toString(), "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode json = new ObjectMapper().readTree(run.out());
+        assertTrue(json.get("format").asText().endsWith("X dense"), run.out());
+        assertEquals(300L * 40, json.get("stored_values").asLong());
+        assertEquals(Long.parseLong(expected.split(" ")[0]), json.get("nnz").asLong(), "non-zero values, not n_obs x n_vars");
+        double sum = Double.parseDouble(expected.split(" ")[1]);
+        // numpy sums pairwise, memfit sequentially: equal to a few roundings of the total
+        assertEquals(sum, json.get("sum").asDouble(), Math.abs(sum) * 1e-12);
+    }
+
+    @Test
     void validateFailsOnAShardFolderMissingAShard(@TempDir Path dir) throws Exception {
         Path atlas = dir.resolve("atlas.h5ad");
         Path shards = dir.resolve("shards");

@@ -196,7 +196,13 @@ public final class Formats {
                     facts.put("format", "AnnData .h5ad, X " + (h5ad.sparse() ? "CSR" : "dense"));
                     facts.put("n_obs", h5ad.observations());
                     facts.put("n_vars", h5ad.variables());
-                    facts.put("nnz", h5ad.storedValues());
+                    if (h5ad.sparse()) {
+                        facts.put("nnz", h5ad.storedValues());
+                    } else {
+                        // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
+                        // read only knows that every value is stored
+                        facts.put("stored_values", h5ad.storedValues());
+                    }
                     facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
                     yield new DataFile(path, format, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
                             size(List.of(path)), facts);

@@ -65,22 +65,14 @@ public record GeneVocabulary(List<String> genes) {
     }
 
     /**
-     * The sum of each gene over all cells, read in chunks of rows.
+     * The sum of each gene over all cells, in float64 from the stored values ({@link H5ad#columnSums()}: CSR values
+     * are never densified, float64 data never rounded to float32).
      *
      * @param h5ad the file
      * @return one total per gene, in var order
      */
     public static double[] columnTotals(H5ad h5ad) {
-        int genes = Math.toIntExact(h5ad.variables());
-        double[] totals = new double[genes];
-        h5ad.forEachChunk((first, count, rows) -> {
-            for (int r = 0; r < count; r++) {
-                for (int g = 0; g < genes; g++) {
-                    totals[g] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, (long) r * genes + g);
-                }
-            }
-        });
-        return totals;
+        return h5ad.columnSums();
     }
 
     /**

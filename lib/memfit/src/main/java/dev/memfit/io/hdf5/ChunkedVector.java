@@ -1,5 +1,6 @@
 package dev.memfit.io.hdf5;
 
+import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import io.jhdf.AbstractNode;
 import io.jhdf.HdfFile;
@@ -23,6 +24,7 @@ import io.jhdf.object.message.FilterPipelineMessage.FilterInfo;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -35,18 +37,22 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.zip.DataFormatException;
 import java.util.zip.Inflater;
 
 /**
- * A one-dimensional chunked HDF5 dataset read by element ranges without jhdf on the read path (anndata stores
- * every sparse array this way: {@code maxshape=(None,)} forces chunking, often with gzip).
+ * A one- or two-dimensional chunked HDF5 dataset read without jhdf on the read path: a 1-D one by element ranges
+ * (anndata stores every sparse array this way: {@code maxshape=(None,)} forces chunking, often with gzip), a 2-D one
+ * by row ranges (dense X written with {@code compression=}, or chunked by h5py).
  *
  * <p>The chunk index is read once at open through jhdf's public index classes and flattened into arrays by chunk
- * number. Unfiltered chunks are served from the file mapping (zero copy when a range lies in one chunk or in
- * file-adjacent chunks). Filtered chunks (deflate, shuffle, fletcher32 natively; lzf, lz4 and bitshuffle through
- * jhdf's filters) are decoded on the calling thread, each chunk's filter mask honoured, and kept in a
- * {@link Cache} bounded in bytes. Thread-safe.
+ * number (row-major over the chunk grid). Unfiltered chunks are served from the file mapping (zero copy when a 1-D
+ * range lies in one chunk or in file-adjacent chunks). Filtered chunks (deflate, shuffle, fletcher32 natively; lzf,
+ * lz4 and bitshuffle through jhdf's filters) are decoded on the calling thread, each chunk's filter mask honoured, and
+ * kept in a {@link Cache} bounded in bytes. A 2-D row range touches a band of chunk rows times every chunk column:
+ * each chunk is decoded (or found in the cache) once per read and all its rows in the range copied at once.
+ * Thread-safe.
  */
 final class ChunkedVector {
 
@@ -62,11 +68,22 @@ final class ChunkedVector {
     private final Path file;
     private final String name;
     private final MemorySegment mapping;
+    /** Elements of a 1-D dataset; rows of a 2-D one. */
     private final long length;
+    /** 1 for a 1-D dataset; the number of columns of a 2-D one. */
+    private final long columns;
+    private final boolean matrix;
     private final int elementSize;
+    /** Elements per chunk of a 1-D dataset; rows per chunk of a 2-D one. */
     private final int chunkElements;
+    /** 1 for a 1-D dataset; columns per chunk of a 2-D one. */
+    private final int chunkColumns;
+    /** Chunks per chunk row (1 for a 1-D dataset). */
+    private final int gridColumns;
     private final int chunkBytes;
-    /** Per chunk number: file offset of the stored chunk (-1: never written, reads as zeros), stored size, filter mask. */
+    /** What unwritten chunks of a 2-D dataset read as (1-D datasets need 0). */
+    private final double fill;
+    /** Per chunk number: file offset of the stored chunk (-1: never written, reads as the fill value), stored size, filter mask. */
     private final long[] offsets;
     private final int[] sizes;
     private final int[] masks;
@@ -81,7 +98,7 @@ final class ChunkedVector {
      * @param file the file, for messages
      * @param hdf the open file
      * @param mapping the whole file, mapped
-     * @param dataset a one-dimensional chunked dataset
+     * @param dataset a one- or two-dimensional chunked dataset
      * @param cache where decoded chunks are kept, shared by the datasets of one file
      * @throws InvalidFileException when the index points outside the file or off the chunk grid, or a filter is
      *         not supported
@@ -94,14 +111,18 @@ final class ChunkedVector {
         this.cacheId = cache.register();
         long[] dims = dataset.getDimensionsAsLong();
         int[] chunkDims = ((ChunkedDataset) dataset).getChunkDimensions();
-        if (dims.length != 1 || chunkDims.length != 1 || chunkDims[0] <= 0) {
-            throw new InvalidFileException(file, -1, "a one-dimensional chunked " + name, "dimensions " + Arrays.toString(dims)
-                    + ", chunks " + Arrays.toString(chunkDims));
+        if (dims.length < 1 || dims.length > 2 || chunkDims.length != dims.length || Arrays.stream(chunkDims).anyMatch(c -> c <= 0)) {
+            throw new InvalidFileException(file, -1, "a one- or two-dimensional chunked " + name, "dimensions "
+                    + Arrays.toString(dims) + ", chunks " + Arrays.toString(chunkDims));
         }
         this.length = dims[0];
+        this.columns = dims.length == 2 ? dims[1] : 1;
+        this.matrix = dims.length == 2;
         this.elementSize = dataset.getDataType().getSize();
         this.chunkElements = chunkDims[0];
-        this.chunkBytes = Math.multiplyExact(chunkElements, elementSize);
+        this.chunkColumns = dims.length == 2 ? chunkDims[1] : 1;
+        this.gridColumns = Math.toIntExact((columns + chunkColumns - 1) / chunkColumns);
+        this.chunkBytes = Math.multiplyExact(Math.multiplyExact(chunkElements, chunkColumns), elementSize);
         ObjectHeader header = ((AbstractNode) dataset).getHeader();
         this.filters = header.hasMessageOfType(FilterPipelineMessage.class)
                 ? header.getMessageOfType(FilterPipelineMessage.class).getFilters().toArray(FilterInfo[]::new) : new FilterInfo[0];
@@ -112,23 +133,26 @@ final class ChunkedVector {
                         + "fletcher32, lzf, lz4, bitshuffle)", "filter " + id + " (" + filter.getName() + ")");
             }
         }
-        int count = Math.toIntExact((length + chunkElements - 1) / chunkElements);
+        int count = Math.toIntExact(Math.multiplyExact((length + chunkElements - 1) / chunkElements, (long) gridColumns));
         this.offsets = new long[count];
         this.sizes = new int[count];
         this.masks = new int[count];
         Arrays.fill(offsets, -1);
         long base = hdf.getUserBlockSize();
         for (Chunk chunk : chunks(hdf, dataset, header, chunkDims)) {
-            long element = chunk.getChunkOffset()[0];
+            long[] at0 = chunk.getChunkOffset();
+            long element = at0[0];
+            long column = dims.length == 2 ? at0[1] : 0;
             long at = base + chunk.getAddress();
             int size = chunk.getSize();
-            if (element < 0 || element % chunkElements != 0 || element >= length) {
-                throw new InvalidFileException(file, at, "chunks of " + name + " at multiples of " + chunkElements
-                        + " elements below " + length, "a chunk at element " + element);
+            if (element < 0 || element % chunkElements != 0 || element >= length
+                    || column < 0 || column % chunkColumns != 0 || column >= columns) {
+                throw new InvalidFileException(file, at, "chunks of " + name + " at multiples of " + Arrays.toString(chunkDims)
+                        + " below " + Arrays.toString(dims), "a chunk at " + Arrays.toString(at0));
             }
-            int k = (int) (element / chunkElements);
+            int k = Math.toIntExact(element / chunkElements * gridColumns + column / chunkColumns);
             if (offsets[k] >= 0) {
-                throw new InvalidFileException(file, at, "one chunk of " + name + " at element " + element, "two");
+                throw new InvalidFileException(file, at, "one chunk of " + name + " at " + Arrays.toString(at0), "two");
             }
             if (at < 0 || size <= 0 || at + size > mapping.byteSize()) {
                 throw new InvalidFileException(file, at, "chunk " + k + " of " + name + " (" + size + " bytes) inside the "
@@ -144,14 +168,20 @@ final class ChunkedVector {
             sizes[k] = size;
             masks[k] = mask;
         }
+        double fillValue = 0;
         if (Arrays.stream(offsets).anyMatch(offset -> offset < 0)) {
-            // unwritten chunks read as the fill value; memfit fills zeros, the HDF5 and h5py default
-            Object fill = dataset.getFillValue();
-            if (fill instanceof Number number && number.doubleValue() != 0) {
-                throw new InvalidFileException(file, -1, name + " with unwritten chunks filled with 0",
-                        "fill value " + fill + " (not supported)");
+            // unwritten chunks read as the fill value: zeros (the HDF5 and h5py default) for 1-D datasets, whose raw
+            // bytes are served as stored; any number for 2-D ones, which are converted value by value anyway
+            Object value = dataset.getFillValue();
+            if (value instanceof Number number && number.doubleValue() != 0) {
+                if (dims.length == 1) {
+                    throw new InvalidFileException(file, -1, name + " with unwritten chunks filled with 0",
+                            "fill value " + value + " (not supported)");
+                }
+                fillValue = number.doubleValue();
             }
         }
+        this.fill = fillValue;
     }
 
     /** The chunk index through jhdf's public index classes (what its own lazy lookup does, once, here). */
@@ -186,7 +216,7 @@ final class ChunkedVector {
                 return List.of();
             }
             index = "B-tree v1";
-            return new ArrayList<>(BTreeV1.createDataBTree(storage, layout.getBTreeAddress(), 1).getChunks());
+            return new ArrayList<>(BTreeV1.createDataBTree(storage, layout.getBTreeAddress(), chunkDims.length).getChunks());
         } catch (InvalidFileException e) {
             throw e;
         } catch (RuntimeException e) {
@@ -225,6 +255,9 @@ final class ChunkedVector {
      * @return its byte offset in the file, or -1 when it is compressed or never written
      */
     long offsetOf(long element) {
+        if (matrix) {
+            return -1;
+        }
         int k = (int) (element / chunkElements);
         return k < offsets.length && offsets[k] >= 0 && raw(masks[k]) ? offsets[k] + element % chunkElements * elementSize : -1;
     }
@@ -239,6 +272,9 @@ final class ChunkedVector {
      * @return {@code n * elementSize} bytes
      */
     MemorySegment bytes(long start, long n) {
+        if (matrix) {
+            throw new IllegalStateException(name + " is two-dimensional: read it by rows");
+        }
         if (start < 0 || n < 0 || start + n > length) {
             throw new IndexOutOfBoundsException("elements [" + start + ", " + (start + n) + ") outside [0, " + length + ") of "
                     + name + " in " + file);
@@ -274,6 +310,151 @@ final class ChunkedVector {
         return into;
     }
 
+    /**
+     * The bytes one decoded read of a band of chunk rows holds: every chunk column of one chunk row, decoded. A cache
+     * of at least this size lets consecutive row ranges that share a band decode its chunks once.
+     *
+     * @return bytes (0 for a 1-D dataset)
+     */
+    long bandBytes() {
+        return matrix ? (long) gridColumns * chunkBytes : 0;
+    }
+
+    /**
+     * Rows per chunk of a 2-D dataset: reads of whole multiples of it, starting at a multiple of it, touch every
+     * chunk once.
+     *
+     * @return rows
+     */
+    int chunkRows() {
+        return chunkElements;
+    }
+
+    /**
+     * Rows {@code [first, first + count)} of a 2-D dataset, every column, converted to float32 or float64 in the
+     * platform's byte order; row {@code r} goes to {@code into} at byte {@code rowOffsets[r]}. Each chunk the range
+     * touches is decoded (or taken from the cache) once, and all its rows in the range are copied from it at once;
+     * partial edge chunks give only their part inside the dataset; unwritten chunks read as the fill value.
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param stored the stored element type
+     * @param order the stored byte order
+     * @param wide float64 values rather than float32
+     * @param into the destination
+     * @param rowOffsets the byte offset of each row in {@code into}
+     */
+    void rows(long first, int count, DType stored, ByteOrder order, boolean wide, MemorySegment into, long[] rowOffsets) {
+        if (!matrix) {
+            throw new IllegalStateException(name + " is one-dimensional: read it by element ranges");
+        }
+        if (first < 0 || count < 0 || first + count > length) {
+            throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") outside [0, " + length + ") of "
+                    + name + " in " + file);
+        }
+        if (count == 0) {
+            return;
+        }
+        int outSize = wide ? Double.BYTES : Float.BYTES;
+        long rowStride = (long) chunkColumns * elementSize;
+        int firstBand = (int) (first / chunkElements);
+        int lastBand = (int) ((first + count - 1) / chunkElements);
+        for (int band = firstBand; band <= lastBand; band++) {
+            long bandStart = (long) band * chunkElements;
+            long from = Math.max(first, bandStart);
+            long to = Math.min(first + count, bandStart + chunkElements);
+            for (int j = 0; j < gridColumns; j++) {
+                int k = band * gridColumns + j;
+                long column = (long) j * chunkColumns;
+                int width = (int) Math.min(chunkColumns, columns - column);
+                MemorySegment chunk = offsets[k] < 0 ? null : raw(masks[k]) ? mapping.asSlice(offsets[k], chunkBytes)
+                        : MemorySegment.ofArray(decoded(k));
+                for (long r = from; r < to; r++) {
+                    long target = rowOffsets[(int) (r - first)] + column * outSize;
+                    if (chunk == null) {
+                        fill(into, target, width, wide, fill);
+                    } else {
+                        convert(chunk, (r - bandStart) * rowStride, stored, order, into, target, width, wide);
+                    }
+                }
+            }
+        }
+    }
+
+    private static void fill(MemorySegment into, long at, int n, boolean wide, double value) {
+        if (value == 0 && Double.doubleToRawLongBits(value) == 0) {
+            into.asSlice(at, (long) n * (wide ? Double.BYTES : Float.BYTES)).fill((byte) 0);
+        } else if (wide) {
+            for (int i = 0; i < n; i++) {
+                into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at + (long) i * Double.BYTES, value);
+            }
+        } else {
+            for (int i = 0; i < n; i++) {
+                into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at + (long) i * Float.BYTES, (float) value);
+            }
+        }
+    }
+
+    /**
+     * Converts {@code n} consecutive stored elements to float32 or float64 in the platform's byte order: a bulk copy
+     * (byte-swapped when needed) when the types match, a loop specialised by type otherwise.
+     *
+     * @param from the stored bytes
+     * @param fromOffset the first element's byte offset
+     * @param stored the stored type
+     * @param order the stored byte order
+     * @param into the destination
+     * @param intoOffset the first value's byte offset
+     * @param n how many
+     * @param wide float64 rather than float32
+     */
+    static void convert(MemorySegment from, long fromOffset, DType stored, ByteOrder order, MemorySegment into,
+                        long intoOffset, int n, boolean wide) {
+        if (stored == DType.FLOAT32 && !wide) {
+            MemorySegment.copy(from, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), fromOffset, into,
+                    ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset, n);
+        } else if (stored == DType.FLOAT64 && wide) {
+            MemorySegment.copy(from, ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(order), fromOffset, into,
+                    ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset, n);
+        } else if (stored == DType.FLOAT64) {
+            ValueLayout.OfDouble in = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(order);
+            for (int i = 0; i < n; i++) {
+                into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset + (long) i * Float.BYTES,
+                        (float) from.get(in, fromOffset + (long) i * Double.BYTES));
+            }
+        } else if (stored == DType.FLOAT32) {
+            ValueLayout.OfFloat in = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order);
+            for (int i = 0; i < n; i++) {
+                into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset + (long) i * Double.BYTES,
+                        from.get(in, fromOffset + (long) i * Float.BYTES));
+            }
+        } else if (stored == DType.INT32 || stored == DType.INT64) {
+            // count matrices stored as integers (int64 exactly up to 2^53 in float64)
+            ValueLayout.OfInt narrow = ValueLayout.JAVA_INT_UNALIGNED.withOrder(order);
+            ValueLayout.OfLong long64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order);
+            boolean isLong = stored == DType.INT64;
+            for (int i = 0; i < n; i++) {
+                double value = isLong ? from.get(long64, fromOffset + (long) i * Long.BYTES)
+                        : from.get(narrow, fromOffset + (long) i * Integer.BYTES);
+                if (wide) {
+                    into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset + (long) i * Double.BYTES, value);
+                } else {
+                    into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset + (long) i * Float.BYTES, (float) value);
+                }
+            }
+        } else {
+            int size = stored.byteSize();
+            for (int i = 0; i < n; i++) {
+                double value = stored.getDouble(from, fromOffset + (long) i * size, order);
+                if (wide) {
+                    into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset + (long) i * Double.BYTES, value);
+                } else {
+                    into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset + (long) i * Float.BYTES, (float) value);
+                }
+            }
+        }
+    }
+
     private boolean adjacentRaw(int first, int last) {
         for (int k = first; k <= last; k++) {
             if (offsets[k] < 0 || !raw(masks[k]) || k > first && offsets[k] != offsets[k - 1] + chunkBytes) {
@@ -295,12 +476,17 @@ final class ChunkedVector {
                 entry = mine;
                 try {
                     mine.complete(decode(k));
+                    cache.decoded(chunkBytes);
                     cache.added(key, chunkBytes);
                 } catch (RuntimeException | Error e) {
                     cache.entries.remove(key, mine);
                     mine.completeExceptionally(e);
                 }
+            } else {
+                cache.hit();
             }
+        } else {
+            cache.hit();
         }
         try {
             return entry.join();
@@ -437,18 +623,28 @@ final class ChunkedVector {
     }
 
     /**
-     * Decoded chunks of the datasets of one file, bounded in bytes; evicted oldest first (reads of CSR rows move
-     * forward through the chunks, so the oldest is the least likely to be read again).
+     * Decoded chunks of the datasets of one file, bounded in bytes; evicted oldest first (reads of CSR rows and of
+     * dense row bands move forward through the chunks, so the oldest is the least likely to be read again). Counts
+     * hits, decodes and decoded bytes, per cache and for the whole process ({@link #processStatistics()}).
      */
     static final class Cache {
         /** The default bound: 64 MiB of decoded chunks per open file. */
         static final long DEFAULT_BYTES = 64L << 20;
+        /** The system property that sets the bound, in MiB, for files opened after it is set. */
+        static final String PROPERTY = "memfit.h5ad.chunkCacheMiB";
 
-        private final long budget;
+        private static final LongAdder ALL_HITS = new LongAdder();
+        private static final LongAdder ALL_DECODES = new LongAdder();
+        private static final LongAdder ALL_DECODED_BYTES = new LongAdder();
+
+        private final AtomicLong budget;
         private final ConcurrentHashMap<Long, CompletableFuture<byte[]>> entries = new ConcurrentHashMap<>();
         private final ConcurrentLinkedQueue<Long> order = new ConcurrentLinkedQueue<>();
         private final AtomicLong used = new AtomicLong();
         private final AtomicInteger datasets = new AtomicInteger();
+        private final LongAdder hits = new LongAdder();
+        private final LongAdder decodes = new LongAdder();
+        private final LongAdder decodedBytes = new LongAdder();
 
         /**
          * A cache.
@@ -456,17 +652,71 @@ final class ChunkedVector {
          * @param budget the most decoded bytes kept (the chunk just decoded stays, even when larger)
          */
         Cache(long budget) {
-            this.budget = budget;
+            this.budget = new AtomicLong(budget);
+        }
+
+        /**
+         * The bound set by the system property {@value #PROPERTY} (MiB), else {@link #DEFAULT_BYTES}.
+         *
+         * @return bytes
+         * @throws dev.memfit.MemfitException when the property is not a number of MiB >= 0
+         */
+        static long configuredBytes() {
+            String value = System.getProperty(PROPERTY);
+            if (value == null || value.isBlank()) {
+                return DEFAULT_BYTES;
+            }
+            try {
+                long mib = Long.parseLong(value.trim());
+                if (mib >= 0) {
+                    return mib << 20;
+                }
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new dev.memfit.MemfitException("-D" + PROPERTY + "=" + value + ": expected the chunk cache size "
+                    + "in MiB, a whole number >= 0 (default " + (DEFAULT_BYTES >> 20) + ")");
+        }
+
+        /**
+         * Raises the bound to at least this many bytes (a dense X's band of chunks must fit, or streaming passes
+         * would decode its chunks again).
+         *
+         * @param bytes the least bound
+         */
+        void atLeast(long bytes) {
+            budget.accumulateAndGet(bytes, Math::max);
+        }
+
+        /**
+         * The bound.
+         *
+         * @return bytes
+         */
+        long budget() {
+            return budget.get();
         }
 
         private int register() {
             return datasets.getAndIncrement();
         }
 
+        private void hit() {
+            hits.increment();
+            ALL_HITS.increment();
+        }
+
+        private void decoded(long bytes) {
+            decodes.increment();
+            decodedBytes.add(bytes);
+            ALL_DECODES.increment();
+            ALL_DECODED_BYTES.add(bytes);
+        }
+
         private void added(long key, long bytes) {
             order.add(key);
             long total = used.addAndGet(bytes);
-            while (total > budget) {
+            while (total > budget.get()) {
                 Long oldest = order.poll();
                 if (oldest == null) {
                     break;
@@ -491,6 +741,25 @@ final class ChunkedVector {
          */
         long usedBytes() {
             return used.get();
+        }
+
+        /**
+         * What this cache has done so far.
+         *
+         * @return hits, decodes and decoded bytes
+         */
+        H5ad.ChunkCacheStatistics statistics() {
+            return new H5ad.ChunkCacheStatistics(hits.sum(), decodes.sum(), decodedBytes.sum(), budget.get());
+        }
+
+        /**
+         * What the caches of every file opened in this process have done so far (streams open one file per reader
+         * thread: this sums them).
+         *
+         * @return hits, decodes and decoded bytes; the bound is the default of files opened now
+         */
+        static H5ad.ChunkCacheStatistics processStatistics() {
+            return new H5ad.ChunkCacheStatistics(ALL_HITS.sum(), ALL_DECODES.sum(), ALL_DECODED_BYTES.sum(), configuredBytes());
         }
     }
 }

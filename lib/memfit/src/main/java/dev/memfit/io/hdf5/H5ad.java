@@ -39,6 +39,13 @@ import java.util.Map;
  *
  * <p>The CSR row pointer is read and checked at open (monotone, starting at 0, ending at the number of stored
  * values): 8 bytes per cell in memory. Column indices are checked against {@code n_vars} as rows are read.
+ *
+ * <p>Chunked datasets (sparse X's arrays, and dense X written with compression or explicit chunks) are read from
+ * decoded chunks kept in one cache per open file, bounded by the system property {@code memfit.h5ad.chunkCacheMiB}
+ * (default 64 MiB). For a chunked dense X the bound is raised at open to at least two bands of chunks (one chunk
+ * row times every chunk column, decoded), so that consecutive row ranges sharing a band decode it once;
+ * {@link #forEachChunk} reads whole bands, so a pass decodes every chunk exactly once whatever the bound.
+ * {@link #chunkCacheStatistics()} says how the cache did.
  */
 public final class H5ad implements AutoCloseable {
 
@@ -87,7 +94,7 @@ public final class H5ad implements AutoCloseable {
         FileMapping mapping = null;
         try {
             // decoded chunks of X/data, X/indices and X/indptr, shared: one bound for the whole file
-            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.configuredBytes());
             String encoding = stringAttribute(hdf, "encoding-type");
             Node x = hdf.getChildren().get("X");
             if (!"anndata".equals(encoding) && x == null) {
@@ -100,7 +107,12 @@ public final class H5ad implements AutoCloseable {
                     throw new InvalidFileException(file, -1, "a two-dimensional X", "X of " + dims.length + " dimensions");
                 }
                 mapping = FileMapping.of(file);
-                return new H5ad(file, hdf, dims[0], dims[1], mapping, new Vector(file, hdf, mapping, matrix, cache), null, null, null);
+                Vector values = new Vector(file, hdf, mapping, matrix, cache);
+                if (values.chunked != null) {
+                    // two bands: the one a read ends in, which the next read starts in, and the one being decoded
+                    cache.atLeast(2 * values.chunked.bandBytes());
+                }
+                return new H5ad(file, hdf, dims[0], dims[1], mapping, values, null, null, null);
             }
             if (!(x instanceof Group group)) {
                 throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
@@ -195,9 +207,11 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * The number of stored values of X (all values when dense).
+     * The number of stored values of X: for CSR, the stored entries (anndata's {@code X.nnz}, explicit zeros
+     * included); for dense X, all {@code n_obs x n_vars} values. Known at open; {@link #totals()} counts the non-zero
+     * values by a pass.
      *
-     * @return nnz
+     * @return stored values
      */
     public long storedValues() {
         return sparse() ? indptr[indptr.length - 1] : observations * variables;
@@ -234,18 +248,7 @@ public final class H5ad implements AutoCloseable {
         }
         long rowBytes = variables * Float.BYTES;
         if (!sparse()) {
-            // in blocks of whole rows, so that a read of many wide rows neither overflows a Java array nor holds a
-            // heap copy of the whole range
-            int width = Math.toIntExact(variables);
-            int blockRows = (int) Math.max(1, Math.min(count, DENSE_BLOCK_FLOATS / Math.max(1, width)));
-            float[] block = new float[Math.toIntExact((long) blockRows * width)];
-            for (int done = 0; done < count; done += blockRows) {
-                int rows = Math.min(blockRows, count - done);
-                dense.floats((first + done) * variables, rows * width, block);
-                for (int r = 0; r < rows; r++) {
-                    MemorySegment.copy(block, r * width, into, ValueLayout.JAVA_FLOAT, rowOffsets[done + r], width);
-                }
-            }
+            dense.rows(first, count, into, rowOffsets, false);
             return;
         }
         long start = indptr[Math.toIntExact(first)];
@@ -301,35 +304,201 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * One pass over X in chunks of about 16 MB of dense rows: memory stays at one chunk whatever the file size.
+     * One pass over X in chunks of about 16 MB of dense rows: memory stays at one chunk whatever the file size. For
+     * a chunked dense X the chunks are whole bands of its HDF5 chunks (while a band is at most 64 MB), so each HDF5
+     * chunk is decoded once in the pass.
      *
      * @param consumer receives each chunk
      */
     public void forEachChunk(RowsConsumer consumer) {
-        long chunk = Math.max(1, (16L << 20) / Math.max(1, variables * Float.BYTES));
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            MemorySegment rows = arena.allocate(chunk * variables * Float.BYTES);
+        forEachBlock(false, consumer);
+    }
+
+    /** Consecutive blocks of rows as float32 or float64 ({@code wide}) values; see {@link #forEachChunk}. */
+    private void forEachBlock(boolean wide, RowsConsumer consumer) {
+        int valueBytes = wide ? Double.BYTES : Float.BYTES;
+        long rowBytes = Math.max(1, variables * valueBytes);
+        long chunk = Math.max(1, (16L << 20) / rowBytes);
+        if (dense != null && dense.chunked != null) {
+            long band = dense.chunked.chunkRows();
+            if (band * rowBytes <= 64L << 20) {
+                chunk = Math.max(band, chunk / band * band);
+            }
+        }
+        chunk = Math.min(chunk, Math.max(1, observations));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment rows = arena.allocate(chunk * variables * valueBytes, 8);
+            long[] offsets = new long[(int) chunk];
+            for (int r = 0; r < offsets.length; r++) {
+                offsets[r] = r * variables * valueBytes;
+            }
             for (long first = 0; first < observations; first += chunk) {
                 int count = (int) Math.min(chunk, observations - first);
-                readRows(first, count, rows);
+                if (wide) {
+                    dense.rows(first, count, rows, offsets, true);
+                } else {
+                    readRows(first, count, rows, offsets);
+                }
                 consumer.accept(first, count, rows);
             }
         }
     }
 
     /**
-     * The float64 sum of all of X, read in chunks of rows.
+     * The float64 sum of all of X, accumulated from the stored values (float64 data is never rounded to float32
+     * on the way), so that it equals numpy's {@code X.sum(dtype=np.float64)} up to summation order.
      *
      * @return the sum
      */
     public double sum() {
-        double[] total = new double[1];
-        forEachChunk((first, count, rows) -> {
-            for (long v = 0; v < count * variables; v++) {
-                total[0] += rows.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+        return totals().sum();
+    }
+
+    /**
+     * The sum and the number of non-zero values of X, in one pass over the stored values: the CSR values only
+     * (never densified), or every dense row.
+     *
+     * @return the totals
+     */
+    public Totals totals() {
+        Sum sum = new Sum();
+        long[] nonZero = new long[1];
+        if (sparse()) {
+            int block = 1 << 20;
+            double[] values = new double[(int) Math.min(block, Math.max(1, storedValues()))];
+            for (long start = 0; start < storedValues(); start += block) {
+                int n = (int) Math.min(block, storedValues() - start);
+                data.doubles(start, n, values);
+                for (int i = 0; i < n; i++) {
+                    sum.add(values[i]);
+                    nonZero[0] += values[i] != 0 ? 1 : 0;
+                }
             }
-        });
-        return total[0];
+        } else {
+            forEachBlock(true, (first, count, rows) -> {
+                long n = count * variables;
+                for (long v = 0; v < n; v++) {
+                    double value = rows.getAtIndex(ValueLayout.JAVA_DOUBLE, v);
+                    sum.add(value);
+                    nonZero[0] += value != 0 ? 1 : 0;
+                }
+            });
+        }
+        return new Totals(sum.value(), nonZero[0]);
+    }
+
+    /**
+     * The sum of each column (gene) of X over all rows (cells), accumulated in float64 from the stored values: the
+     * CSR values and their column indices (never densified), or every dense row.
+     *
+     * @return one total per column, in var order
+     */
+    public double[] columnSums() {
+        int genes = Math.toIntExact(variables);
+        double[] totals = new double[genes];
+        if (sparse()) {
+            int block = 1 << 20;
+            double[] values = new double[(int) Math.min(block, Math.max(1, storedValues()))];
+            long[] columns = new long[values.length];
+            for (long start = 0; start < storedValues(); start += block) {
+                int n = (int) Math.min(block, storedValues() - start);
+                data.doubles(start, n, values);
+                indices.longs(start, n, columns);
+                for (int i = 0; i < n; i++) {
+                    long column = columns[i];
+                    if (column < 0 || column >= variables) {
+                        throw new InvalidFileException(file, indices.offsetOf(start + i), "X/indices in [0, " + variables
+                                + ") (n_vars)", "index " + column + " at stored value " + (start + i));
+                    }
+                    totals[(int) column] += values[i];
+                }
+            }
+        } else {
+            forEachBlock(true, (first, count, rows) -> {
+                for (int r = 0; r < count; r++) {
+                    long base = (long) r * genes;
+                    for (int g = 0; g < genes; g++) {
+                        totals[g] += rows.getAtIndex(ValueLayout.JAVA_DOUBLE, base + g);
+                    }
+                }
+            });
+        }
+        return totals;
+    }
+
+    /**
+     * The sum and the non-zero count of X.
+     *
+     * @param sum the float64 sum of every value
+     * @param nonZeroValues how many values are not zero (for CSR, stored entries that are not explicit zeros)
+     */
+    public record Totals(double sum, long nonZeroValues) {
+    }
+
+    /** Neumaier's compensated sum: the float64 total of many values to within about one rounding, in any order. */
+    private static final class Sum {
+        private double sum;
+        private double compensation;
+
+        void add(double value) {
+            double t = sum + value;
+            compensation += Math.abs(sum) >= Math.abs(value) ? (sum - t) + value : (value - t) + sum;
+            sum = t;
+        }
+
+        double value() {
+            return sum + compensation;
+        }
+    }
+
+    /**
+     * How the chunk cache of this file has done since it was opened: chunk reads served from the cache (hits),
+     * chunks decoded, decoded bytes, and its bound (see the class comment).
+     *
+     * @return the counters
+     */
+    public ChunkCacheStatistics chunkCacheStatistics() {
+        return (dense != null ? dense : data).cache.statistics();
+    }
+
+    /**
+     * The chunk cache counters summed over every {@code .h5ad} opened in this process (a stream opens one per
+     * reader thread); take the difference of two snapshots to measure a piece of work.
+     *
+     * @return the counters; the bound is what files opened now get by default
+     */
+    public static ChunkCacheStatistics processChunkCacheStatistics() {
+        return ChunkedVector.Cache.processStatistics();
+    }
+
+    /**
+     * Counters of a chunk cache.
+     *
+     * @param hits chunk reads served by a chunk already decoded
+     * @param decodes chunks decoded (chunk reads that missed)
+     * @param decodedBytes the bytes those decodes produced
+     * @param budgetBytes the cache's bound
+     */
+    public record ChunkCacheStatistics(long hits, long decodes, long decodedBytes, long budgetBytes) {
+        /**
+         * The share of chunk reads served from the cache.
+         *
+         * @return hits / (hits + decodes), NaN before any chunk read
+         */
+        public double hitRate() {
+            return hits + decodes == 0 ? Double.NaN : (double) hits / (hits + decodes);
+        }
+
+        /**
+         * The counts since an earlier snapshot.
+         *
+         * @param before the earlier snapshot
+         * @return the difference, with this snapshot's bound
+         */
+        public ChunkCacheStatistics minus(ChunkCacheStatistics before) {
+            return new ChunkCacheStatistics(hits - before.hits, decodes - before.decodes, decodedBytes - before.decodedBytes,
+                    budgetBytes);
+        }
     }
 
     /**
@@ -465,10 +634,9 @@ public final class H5ad implements AutoCloseable {
 
     /**
      * A numeric dataset read by ranges: straight from the mapping when it is stored contiguous and unfiltered
-     * (anndata's default for dense X), through {@link ChunkedVector} when it is one-dimensional and chunked (sparse
-     * X/data, X/indices and X/indptr, always chunked by anndata, often compressed), through jhdf's hyperslab reads
-     * otherwise. Dense 2-D chunked X (written with compression) still takes the jhdf path, which decodes every
-     * chunk a read touches again on each read: to be moved onto decoded chunks too.
+     * (anndata's default for dense X), through {@link ChunkedVector} when it is chunked (sparse X/data, X/indices and
+     * X/indptr, always chunked by anndata, often compressed; dense X written with compression or explicit chunks),
+     * through jhdf's hyperslab reads otherwise (compact datasets).
      */
     private static final class Vector {
         private final Path file;
@@ -478,10 +646,12 @@ public final class H5ad implements AutoCloseable {
         private final DType type;
         private final ByteOrder order;
         private final ChunkedVector chunked;
+        private final ChunkedVector.Cache cache;
 
         Vector(Path file, HdfFile hdf, FileMapping mapping, Dataset dataset, ChunkedVector.Cache cache) {
             this.file = file;
             this.dataset = dataset;
+            this.cache = cache;
             DType elementType = null;
             ByteOrder byteOrder = ByteOrder.LITTLE_ENDIAN;
             if (dataset.getDataType() instanceof FloatingPoint floating) {
@@ -514,7 +684,7 @@ public final class H5ad implements AutoCloseable {
             } else {
                 this.address = -1;
                 this.mapped = null;
-                this.chunked = dataset instanceof ChunkedDataset && dataset.getDimensions().length == 1 && !dataset.isEmpty()
+                this.chunked = dataset instanceof ChunkedDataset && dataset.getDimensions().length <= 2 && !dataset.isEmpty()
                         ? new ChunkedVector(file, hdf, mapping.bytes, dataset, cache) : null;
             }
         }
@@ -560,6 +730,58 @@ public final class H5ad implements AutoCloseable {
             return address < 0 ? -1 : address + element * type.byteSize();
         }
 
+        /**
+         * Rows of a 2-D dataset as float32 or float64 ({@code wide}) in the platform's byte order, row {@code r} at
+         * byte {@code rowOffsets[r]} of {@code into}: converted straight from the mapping or from decoded chunks.
+         */
+        void rows(long first, int count, MemorySegment into, long[] rowOffsets, boolean wide) {
+            int width = dataset.getDimensions()[1];
+            if (mapped != null) {
+                long rowBytes = (long) width * type.byteSize();
+                for (int r = 0; r < count; r++) {
+                    ChunkedVector.convert(mapped, (first + r) * rowBytes, type, order, into, rowOffsets[r], width, wide);
+                }
+                return;
+            }
+            if (chunked != null) {
+                chunked.rows(first, count, type, order, wide, into, rowOffsets);
+                return;
+            }
+            // jhdf's hyperslabs, in blocks of whole rows, so that a read of many wide rows neither overflows a Java
+            // array nor holds a heap copy of the whole range
+            int blockRows = (int) Math.max(1, Math.min(count, DENSE_BLOCK_FLOATS / Math.max(1, width)));
+            for (int done = 0; done < count; done += blockRows) {
+                int rows = Math.min(blockRows, count - done);
+                Object block = dataset.getData(new long[]{first + done, 0}, new int[]{rows, width});
+                for (int r = 0; r < rows; r++) {
+                    Object row = Array.get(block, r);
+                    for (int c = 0; c < width; c++) {
+                        double value = ((Number) Array.get(row, c)).doubleValue();
+                        if (wide) {
+                            into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, rowOffsets[done + r] + (long) c * Double.BYTES, value);
+                        } else {
+                            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, rowOffsets[done + r] + (long) c * Float.BYTES, (float) value);
+                        }
+                    }
+                }
+            }
+        }
+
+        /** Elements of a 1-D dataset as float64, exactly as stored for float32/float64 (and integers up to 2^53). */
+        void doubles(long start, int n, double[] into) {
+            MemorySegment target = MemorySegment.ofArray(into);
+            if (mapped != null) {
+                ChunkedVector.convert(mapped, start * type.byteSize(), type, order, target, 0, n, true);
+            } else if (chunked != null) {
+                ChunkedVector.convert(chunked.bytes(start, n), 0, type, order, target, 0, n, true);
+            } else {
+                Object values = dataset.getData(new long[]{start}, new int[]{n});
+                for (int i = 0; i < n; i++) {
+                    into[i] = ((Number) Array.get(values, i)).doubleValue();
+                }
+            }
+        }
+
         void floats(long start, int n, float[] into) {
             if (mapped != null && type == DType.FLOAT32) {
                 MemorySegment.copy(mapped, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), start * Float.BYTES, into, 0, n);
@@ -571,16 +793,6 @@ public final class H5ad implements AutoCloseable {
                 MemorySegment bytes = chunked.bytes(start, n);
                 for (int i = 0; i < n; i++) {
                     into[i] = (float) type.getDouble(bytes, (long) i * type.byteSize(), order);
-                }
-            } else if (dataset.getDimensions().length == 2) {
-                // dense X, chunked or compressed: whole rows (start and n are multiples of the row length)
-                int columns = dataset.getDimensions()[1];
-                Object rows = dataset.getData(new long[]{start / columns, 0}, new int[]{n / columns, columns});
-                for (int r = 0; r < n / columns; r++) {
-                    Object row = Array.get(rows, r);
-                    for (int c = 0; c < columns; c++) {
-                        into[r * columns + c] = ((Number) Array.get(row, c)).floatValue();
-                    }
                 }
             } else {
                 Object values = dataset.getData(new long[]{start}, new int[]{n});

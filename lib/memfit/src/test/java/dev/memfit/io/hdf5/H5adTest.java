@@ -48,7 +48,7 @@ class H5adTest {
                 x.indices = x.indices.astype(np.int64)
                 ad.AnnData(x, obs=obs, var=var).write_h5ad(d + '/csr64.h5ad')
                 ad.AnnData(dense, obs=obs, var=var).write_h5ad(d + '/dense.h5ad')
-                # chunked + gzip: read through jhdf rather than the mapping
+                # chunked + gzip: read from decoded chunks rather than straight from the mapping
                 ad.AnnData(sp.csr_matrix(dense), obs=obs, var=var).write_h5ad(d + '/csr-gzip.h5ad', compression='gzip')
                 ad.AnnData(dense.astype(np.float64), obs=obs, var=var).write_h5ad(d + '/dense-gzip.h5ad', compression='gzip')
                 np.save(d + '/dense.npy', dense)
