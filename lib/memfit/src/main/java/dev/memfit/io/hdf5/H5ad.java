@@ -61,7 +61,7 @@ public final class H5ad implements AutoCloseable {
     private final long[] indptr;
     private final FileMapping mapping;
     /** Set for a CSC X only. */
-    private Csc csc;
+    private final Csc csc;
 
     /** How X is stored. */
     public enum Layout {
@@ -78,7 +78,7 @@ public final class H5ad implements AutoCloseable {
     }
 
     private H5ad(Path file, HdfFile hdf, long observations, long variables, FileMapping mapping, Vector dense,
-                 Vector data, Vector indices, long[] indptr) {
+                 Vector data, Vector indices, long[] indptr, Csc csc) {
         this.file = file;
         this.hdf = hdf;
         this.observations = observations;
@@ -88,6 +88,7 @@ public final class H5ad implements AutoCloseable {
         this.data = data;
         this.indices = indices;
         this.indptr = indptr;
+        this.csc = csc;
     }
 
     /**
@@ -218,7 +219,7 @@ public final class H5ad implements AutoCloseable {
                     throw new InvalidFileException(file, -1, "a two-dimensional X", "X of " + dims.length + " dimensions");
                 }
                 mapping = FileMapping.of(file);
-                return new H5ad(file, hdf, dims[0], dims[1], mapping, new Vector(file, hdf, mapping, matrix, cache), null, null, null);
+                return new H5ad(file, hdf, dims[0], dims[1], mapping, new Vector(file, hdf, mapping, matrix, cache), null, null, null, null);
             }
             if (!(x instanceof Group group)) {
                 throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
@@ -255,7 +256,7 @@ public final class H5ad implements AutoCloseable {
                             "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
                 }
             }
-            return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, columns, pointers);
+            return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, columns, pointers, null);
         } catch (RuntimeException e) {
             hdf.close();
             if (mapping != null) {
@@ -296,9 +297,8 @@ public final class H5ad implements AutoCloseable {
                         "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
             }
         }
-        H5ad h5ad = new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, rows, null);
-        h5ad.csc = new Csc(pointers, SharedTranspose.acquire(file), scratch, budget, listener);
-        return h5ad;
+        return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, rows, null,
+                new Csc(pointers, SharedTranspose.acquire(file), scratch, budget, listener));
     }
 
     /**
