@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.bench.ConversionBenchmark;
 import dev.memfit.bench.H5adBenchmark;
 import dev.memfit.bench.LoaderBenchmark;
 import dev.memfit.bench.TopicBenchmark;
@@ -17,7 +18,8 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
-        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class, BenchCommand.H5ad.class})
+        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class, BenchCommand.H5ad.class,
+                BenchCommand.Conversion.class})
 final class BenchCommand implements Runnable {
 
     @Override
@@ -230,6 +232,77 @@ final class BenchCommand implements Runnable {
             }
             table.addColumns(task, method, threadColumn, cellsPerSecond, gbps, ratio, peak, peakAnonymous);
             System.out.println(table.printAll());
+            return 0;
+        }
+    }
+
+    @Command(name = "conversion", mixinStandardHelpOptions = true,
+            description = "Peak memory of .h5ad -> shards as the file doubles (CSC transposed out of core, gzip), each in a fresh JVM.")
+    static final class Conversion implements Callable<Integer> {
+        @Option(names = "--file", description = "the source .h5ad (a synthetic CSR atlas is written when missing; default build/bench/atlas-<cells>x<genes>.h5ad)")
+        private Path file;
+        @Option(names = "--cells", defaultValue = "50000", description = "cells when creating the atlas (default ${DEFAULT-VALUE})")
+        private long cells;
+        @Option(names = "--genes", defaultValue = "2000", description = "genes when creating the atlas (default ${DEFAULT-VALUE})")
+        private int genes;
+        @Option(names = "--layout", defaultValue = "csc", description = "X of the measured files: csc, csr or as-is (default ${DEFAULT-VALUE})")
+        private String layout;
+        @Option(names = "--gzip", description = "write the measured files with compression='gzip'")
+        private boolean gzip;
+        @Option(names = "--sizes", defaultValue = "1,2", split = ",", description = "multiples of the source's cells, stacked by anndata (default ${DEFAULT-VALUE})")
+        private List<Integer> sizes;
+        @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
+        private long shardSize;
+        @Option(names = "--transpose-budget", defaultValue = "-1", description = "CSC transpose memory budget in bytes (default: 256 MiB)")
+        private long budget;
+        @Option(names = "--json", description = "print JSON rows instead of a table")
+        private boolean json;
+
+        @Override
+        public Integer call() throws Exception {
+            if (!List.of("csc", "csr", "as-is").contains(layout)) {
+                throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--layout is csc, csr or as-is, not " + layout);
+            }
+            Path target = file != null ? file : Path.of("build", "bench", "atlas-" + cells + "x" + genes + ".h5ad");
+            java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
+            List<ConversionBenchmark.Row> rows = ConversionBenchmark.run(new ConversionBenchmark.Settings(target, cells, genes,
+                    layout, gzip, sizes, shardSize, budget));
+            if (json) {
+                printJson(rows);
+                return 0;
+            }
+            Table table = Table.create(".h5ad -> shards as the file grows, each in a fresh JVM (-Xmx512m); from " + target);
+            StringColumn name = StringColumn.create("file");
+            StringColumn x = StringColumn.create("X");
+            DoubleColumn cellColumn = DoubleColumn.create("cells");
+            DoubleColumn stored = DoubleColumn.create("stored values");
+            DoubleColumn megabytes = DoubleColumn.create("MB on disk");
+            DoubleColumn seconds = DoubleColumn.create("seconds");
+            DoubleColumn transpose = DoubleColumn.create("transpose s");
+            DoubleColumn anonymous = DoubleColumn.create("peak anon RSS MB");
+            DoubleColumn rss = DoubleColumn.create("peak RSS MB");
+            DoubleColumn heap = DoubleColumn.create("peak heap MB");
+            for (ConversionBenchmark.Row row : rows) {
+                name.append(row.file());
+                x.append(row.layout());
+                cellColumn.append(row.cells());
+                stored.append(row.storedValues());
+                megabytes.append(round(row.megabytes(), 1));
+                seconds.append(round(row.seconds(), 2));
+                transpose.append(round(row.transposeSeconds(), 2));
+                anonymous.append(Math.round(row.peakAnonymousMegabytes()));
+                rss.append(Math.round(row.peakMegabytes()));
+                heap.append(Math.round(row.peakHeapMegabytes()));
+            }
+            table.addColumns(name, x, cellColumn, stored, megabytes, seconds, transpose, anonymous, rss, heap);
+            System.out.println(table.printAll());
+            if (rows.size() > 1) {
+                ConversionBenchmark.Row small = rows.getFirst();
+                ConversionBenchmark.Row big = rows.getLast();
+                System.out.printf("peak anon RSS %s x%.1f for x%.1f the stored values (flat: close to x1.0)%n",
+                        big.file(), big.peakAnonymousMegabytes() / small.peakAnonymousMegabytes(),
+                        (double) big.storedValues() / small.storedValues());
+            }
             return 0;
         }
     }

@@ -193,7 +193,14 @@ public final class Formats {
             }
             case H5AD -> {
                 try (H5ad h5ad = H5ad.open(path)) {
-                    facts.put("format", "AnnData .h5ad, X " + (h5ad.sparse() ? "CSR" : "dense"));
+                    facts.put("format", "AnnData .h5ad, X " + switch (h5ad.layout()) {
+                        case CSR -> "CSR";
+                        case DENSE -> "dense";
+                        // rows of a CSC X cost a transpose: say so before anyone streams it
+                        case CSC -> String.format("CSC (transposed to CSR when rows are first read, %,d stored values)",
+                                h5ad.storedValues());
+                    });
+                    facts.put("x_layout", h5ad.layout().toString());
                     facts.put("n_obs", h5ad.observations());
                     facts.put("n_vars", h5ad.variables());
                     if (h5ad.sparse()) {

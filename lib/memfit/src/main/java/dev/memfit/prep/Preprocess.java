@@ -150,7 +150,8 @@ public final class Preprocess {
          */
         public GeneStatistics statistics() {
             check();
-            try (H5ad h5ad = H5ad.open(input)) {
+            try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
+                h5ad.prepareRows();   // a CSC X is transposed here, its progress before the pass's
                 return Preprocess.statistics(h5ad, highlyVariable, targetSum,
                         new double[Math.toIntExact(h5ad.observations())], progress);
             }
@@ -173,7 +174,8 @@ public final class Preprocess {
     }
 
     private static Result run(Path input, Path output, int highlyVariable, double targetSum, ProgressListener listener) {
-        try (H5ad h5ad = H5ad.open(input)) {
+        try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+            h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
             GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals, listener);
             int[] keep = statistics.selected();

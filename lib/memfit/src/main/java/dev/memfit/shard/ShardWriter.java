@@ -159,7 +159,7 @@ public final class ShardWriter {
 
     private static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary,
                                 ProgressListener listener) {
-        try (H5ad h5ad = H5ad.open(input)) {
+        try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
             GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
             int[] positions = genes.positionsOf(h5ad.index("var"));
             long cells = h5ad.observations();
@@ -178,6 +178,9 @@ public final class ShardWriter {
             long vocabularySize = genes.genes().size();
             long inputGenes = h5ad.variables();
             int chunk = (int) Math.max(1, CHUNK_BYTES / (Math.max(inputGenes, vocabularySize) * Float.BYTES));
+            if (done.size() < shards) {
+                h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's
+            }
             try (Arena arena = Arena.ofConfined();
                  ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
                 MemorySegment rows = arena.allocate((long) chunk * inputGenes * Float.BYTES);

@@ -14,6 +14,7 @@ import io.jhdf.object.datatype.EnumDataType;
 import io.jhdf.object.datatype.FixedPoint;
 import io.jhdf.object.datatype.FloatingPoint;
 import dev.memfit.NativeMemory;
+import dev.memfit.ProgressListener;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -33,7 +34,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * An AnnData {@code .h5ad} file read with jhdf, out of core: {@code X} dense or CSR (int32 or int64
+ * An AnnData {@code .h5ad} file read with jhdf, out of core: {@code X} dense, CSR or CSC (int32 or int64
  * {@code indptr}), read by row ranges, never whole; {@code obs} and {@code var} dataframes with numeric, string and
  * categorical columns, in the layout anndata 0.8 writes.
  *
@@ -46,6 +47,11 @@ import java.util.Map;
  * row times every chunk column, decoded), so that consecutive row ranges sharing a band decode it once;
  * {@link #forEachChunk} reads whole bands, so a pass decodes every chunk exactly once whatever the bound.
  * {@link #chunkCacheStatistics()} says how the cache did.
+ *
+ * <p>A CSC X (anndata's {@code csc_matrix}, stored gene by gene) has its column pointer read and checked at open
+ * (8 bytes per gene), and is transposed to CSR out of core when rows are first read ({@link #prepareRows}): see
+ * {@link Builder} for the scratch folder, the memory budget and the progress bar. Everything else (shape,
+ * {@code obs}, {@code var}, {@link #storedValues}, {@link #sum}) is read without transposing.
  */
 public final class H5ad implements AutoCloseable {
 
@@ -61,9 +67,25 @@ public final class H5ad implements AutoCloseable {
     private final Vector indices;
     private final long[] indptr;
     private final FileMapping mapping;
+    /** Set for a CSC X only. */
+    private final Csc csc;
+
+    /** How X is stored. */
+    public enum Layout {
+        /** Compressed sparse rows ({@code csr_matrix}): cells are read straight from the file. */
+        CSR,
+        /** Compressed sparse columns ({@code csc_matrix}): transposed to CSR out of core before rows are read. */
+        CSC,
+        /** A two-dimensional dataset. */
+        DENSE
+    }
+
+    /** A CSC X: its column pointers, the shared transpose and how to make it. */
+    private record Csc(long[] columnPointers, SharedTranspose shared, Path scratch, long budget, ProgressListener listener) {
+    }
 
     private H5ad(Path file, HdfFile hdf, long observations, long variables, FileMapping mapping, Vector dense,
-                 Vector data, Vector indices, long[] indptr) {
+                 Vector data, Vector indices, long[] indptr, Csc csc) {
         this.file = file;
         this.hdf = hdf;
         this.observations = observations;
@@ -73,15 +95,112 @@ public final class H5ad implements AutoCloseable {
         this.data = data;
         this.indices = indices;
         this.indptr = indptr;
+        this.csc = csc;
     }
 
     /**
-     * Opens a file and checks its layout.
+     * Opens a file and checks its layout. A CSC X is transposed when rows are first read, under the default scratch
+     * folder, with the default budget, drawing a console progress bar ({@link Builder} changes those).
      *
      * @param file the {@code .h5ad}
      * @return the reader, to be closed
      */
     public static H5ad open(Path file) {
+        return builder().setFile(file).open();
+    }
+
+    /**
+     * A reader with settings for a CSC X: {@code H5ad.builder().setFile(f).optProgress(p).optScratch(dir).open()}.
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Settings of a reader. Only a CSC X uses them: it is transposed to CSR in the scratch folder, with at most the
+     * memory budget plus 8 bytes per cell for row pointers, reporting "Transposing X (CSC to CSR)" in stored values.
+     */
+    public static final class Builder {
+        private Path file;
+        private ProgressListener progress = ProgressListener.console();
+        private Path scratch;
+        private long budget = -1;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the file (required).
+         *
+         * @param file the {@code .h5ad}
+         * @return this builder
+         */
+        public Builder setFile(Path file) {
+            this.file = file;
+            return this;
+        }
+
+        /**
+         * Sets where the progress of a transpose goes (default {@link ProgressListener#console()}).
+         *
+         * @param listener the listener, such as {@link ProgressListener#silent()}
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Sets the folder under which a transpose gets a temporary folder of its own (default: {@code -Dmemfit.scratch}
+         * or {@code MEMFIT_SCRATCH}, else {@code java.io.tmpdir}). It needs 8 bytes per stored value, plus 12 more while
+         * the transpose runs when X does not fit in the budget; the files are gone when the last reader of the file
+         * closes.
+         *
+         * @param folder a local folder, created when missing
+         * @return this builder
+         */
+        public Builder optScratch(Path folder) {
+            this.scratch = folder;
+            return this;
+        }
+
+        /**
+         * Sets the memory a transpose may use besides its row pointers (default 256 MiB, or
+         * {@code -Dmemfit.transpose.budget=BYTES}); a smaller budget means more, smaller bands, not more passes.
+         *
+         * @param bytes at least 192
+         * @return this builder
+         */
+        public Builder optTransposeBudget(long bytes) {
+            this.budget = bytes;
+            return this;
+        }
+
+        /**
+         * Opens the file and checks its layout.
+         *
+         * @return the reader, to be closed
+         * @throws MemfitException naming the setting to change
+         */
+        public H5ad open() {
+            if (file == null) {
+                throw new MemfitException("setFile(file) is required: the .h5ad to read");
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+            long bytes = budget < 0 ? CscTranspose.configuredBudget() : budget;
+            if (bytes < 192) {
+                throw new MemfitException("optTransposeBudget(" + bytes + "): give at least 192 bytes (256 MiB by default)");
+            }
+            return H5ad.open(file, scratch == null ? CscTranspose.defaultScratch() : scratch, bytes, progress);
+        }
+    }
+
+    private static H5ad open(Path file, Path scratch, long budget, ProgressListener listener) {
         if (!java.nio.file.Files.isRegularFile(file)) {
             throw new InvalidFileException(file, -1, "an .h5ad file", "no such file");
         }
@@ -112,7 +231,7 @@ public final class H5ad implements AutoCloseable {
                     // two bands: the one a read ends in, which the next read starts in, and the one being decoded
                     cache.atLeast(2 * values.chunked.bandBytes());
                 }
-                return new H5ad(file, hdf, dims[0], dims[1], mapping, values, null, null, null);
+                return new H5ad(file, hdf, dims[0], dims[1], mapping, values, null, null, null, null);
             }
             if (!(x instanceof Group group)) {
                 throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
@@ -121,8 +240,12 @@ public final class H5ad implements AutoCloseable {
             if (format == null) {
                 format = stringAttribute(group, "h5sparse_format") == null ? null : stringAttribute(group, "h5sparse_format") + "_matrix";
             }
+            if ("csc_matrix".equals(format)) {
+                mapping = FileMapping.of(file);
+                return openCsc(file, hdf, group, mapping, cache, scratch, budget, listener);
+            }
             if (!"csr_matrix".equals(format)) {
-                throw new InvalidFileException(file, -1, "X as csr_matrix (or dense)", "X encoded as " + format);
+                throw new InvalidFileException(file, -1, "X as csr_matrix, csc_matrix or a dense dataset", "X encoded as " + format);
             }
             long[] shape = longs(group.getAttribute("shape").getData());
             mapping = FileMapping.of(file);
@@ -145,7 +268,7 @@ public final class H5ad implements AutoCloseable {
                             "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
                 }
             }
-            return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, columns, pointers);
+            return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, columns, pointers, null);
         } catch (RuntimeException e) {
             hdf.close();
             if (mapping != null) {
@@ -153,6 +276,101 @@ public final class H5ad implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** A CSC X: the column pointers are read and checked now; the rows are transposed when first read. */
+    private static H5ad openCsc(Path file, HdfFile hdf, Group group, FileMapping mapping, ChunkedVector.Cache cache,
+                                Path scratch, long budget, ProgressListener listener) {
+        long[] shape = longs(group.getAttribute("shape").getData());
+        Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
+        Vector rows = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
+        Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+        if (shape[1] > Integer.MAX_VALUE - 8 || shape[0] > Integer.MAX_VALUE - 8) {
+            throw new InvalidFileException(file, -1, "a CSC X of fewer than 2^31 cells and genes", "shape " + Arrays.toString(shape));
+        }
+        if (pointerVector.length() != shape[1] + 1) {
+            throw new InvalidFileException(file, pointerVector.offsetOf(0), "X/indptr (column pointers of a CSC X) of n_vars + 1 = "
+                    + (shape[1] + 1) + " entries", pointerVector.length() + " entries");
+        }
+        long[] pointers = new long[Math.toIntExact(pointerVector.length())];
+        pointerVector.longs(0, pointers.length, pointers);
+        long nnz = values.length();
+        if (rows.length() != nnz) {
+            throw new InvalidFileException(file, rows.offsetOf(0), "X/indices (row indices) as long as X/data: " + nnz + " entries",
+                    rows.length() + " entries");
+        }
+        if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
+            throw new InvalidFileException(file, pointerVector.offsetOf(0), "X/indptr (column pointers) from 0 to the " + nnz
+                    + " stored values", "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
+        }
+        for (int i = 1; i < pointers.length; i++) {
+            if (pointers[i] < pointers[i - 1]) {
+                throw new InvalidFileException(file, pointerVector.offsetOf(i), "X/indptr (column pointers) not decreasing",
+                        "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
+            }
+        }
+        return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, rows, null,
+                new Csc(pointers, SharedTranspose.acquire(file), scratch, budget, listener));
+    }
+
+    /**
+     * Makes rows readable now: transposes a CSC X to CSR (the first read of rows does it otherwise), so that its
+     * progress bar comes before the caller's own. Nothing to do for CSR or dense X, or when done already, by this
+     * reader or another one open on the same file.
+     */
+    public void prepareRows() {
+        rows();
+    }
+
+    /** The transposed rows of a CSC X, made on first use. */
+    private CscTranspose.Rows rows() {
+        if (csc == null) {
+            return null;
+        }
+        CscTranspose.Rows ready = csc.shared().ready();
+        if (ready != null) {
+            return ready;
+        }
+        CscTranspose.Source source = new CscTranspose.Source() {
+            @Override
+            public void rows(long start, int n, long[] into) {
+                Window window = indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
+                MemorySegment bytes = window.values();
+                long first = start - window.first();
+                if (window.intLayout() != null) {
+                    ValueLayout.OfInt layout = window.intLayout();
+                    for (int i = 0; i < n; i++) {
+                        into[i] = bytes.get(layout, (first + i) * Integer.BYTES);
+                    }
+                } else {
+                    ValueLayout.OfLong layout = window.longLayout();
+                    for (int i = 0; i < n; i++) {
+                        into[i] = bytes.get(layout, (first + i) * Long.BYTES);
+                    }
+                }
+            }
+
+            @Override
+            public void values(long start, int n, float[] into) {
+                data.floats(start, n, into);
+            }
+
+            @Override
+            public long rowIndexOffset(long element) {
+                return indices.offsetOf(element);
+            }
+        };
+        return csc.shared().rows(new CscTranspose(file, source, csc.columnPointers(), observations, csc.budget()),
+                csc.scratch(), csc.listener());
+    }
+
+    /**
+     * How X is stored.
+     *
+     * @return CSR, CSC or DENSE
+     */
+    public Layout layout() {
+        return csc != null ? Layout.CSC : indptr != null ? Layout.CSR : Layout.DENSE;
     }
 
     private static Dataset dataset(Path file, Group group, String name) {
@@ -198,12 +416,12 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * Whether X is stored as CSR.
+     * Whether X is stored sparse, CSR or CSC ({@link #layout} tells which).
      *
      * @return true for sparse
      */
     public boolean sparse() {
-        return indptr != null;
+        return layout() != Layout.DENSE;
     }
 
     /**
@@ -214,7 +432,8 @@ public final class H5ad implements AutoCloseable {
      * @return stored values
      */
     public long storedValues() {
-        return sparse() ? indptr[indptr.length - 1] : observations * variables;
+        return csc != null ? csc.columnPointers()[csc.columnPointers().length - 1]
+                : indptr != null ? indptr[indptr.length - 1] : observations * variables;
     }
 
     /**
@@ -251,10 +470,14 @@ public final class H5ad implements AutoCloseable {
             dense.rows(first, count, into, rowOffsets, false);
             return;
         }
+        CscTranspose.Rows transposed = rows();
+        long[] indptr = transposed == null ? this.indptr : transposed.rowPointers();
         long start = indptr[Math.toIntExact(first)];
         int n = Math.toIntExact(indptr[Math.toIntExact(first + count)] - start);
-        Window values = data.window(start, n, DType.FLOAT32);
-        Window columns = indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
+        Window values = transposed != null ? new Window(transposed.values(), 0, ValueLayout.JAVA_FLOAT, null, null)
+                : data.window(start, n, DType.FLOAT32);
+        Window columns = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
+                : indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
         // locals, not record accessors, in the loop: this is the hot path of streaming and sharding
         MemorySegment valueBytes = values.values();
         MemorySegment columnBytes = columns.values();
@@ -273,7 +496,7 @@ public final class H5ad implements AutoCloseable {
                 long column = isWide ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
                         : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
                 if (column < 0 || column >= variables) {
-                    throw new InvalidFileException(file, indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
+                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
                             "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
                 }
                 into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
@@ -346,7 +569,8 @@ public final class H5ad implements AutoCloseable {
 
     /**
      * The float64 sum of all of X, accumulated from the stored values (float64 data is never rounded to float32
-     * on the way), so that it equals numpy's {@code X.sum(dtype=np.float64)} up to summation order.
+     * on the way), so that it equals numpy's {@code X.sum(dtype=np.float64)} up to summation order; a CSC X is
+     * summed from its stored values, without transposing.
      *
      * @return the sum
      */
@@ -389,14 +613,31 @@ public final class H5ad implements AutoCloseable {
 
     /**
      * The sum of each column (gene) of X over all rows (cells), accumulated in float64 from the stored values: the
-     * CSR values and their column indices (never densified), or every dense row.
+     * CSR values and their column indices or the CSC values by column (never densified nor transposed), or every
+     * dense row.
      *
      * @return one total per column, in var order
      */
     public double[] columnSums() {
         int genes = Math.toIntExact(variables);
         double[] totals = new double[genes];
-        if (sparse()) {
+        if (csc != null) {
+            // stored gene by gene: each column's total is the sum of its run of values, no index needed
+            long[] pointers = csc.columnPointers();
+            int block = 1 << 20;
+            double[] values = new double[(int) Math.min(block, Math.max(1, storedValues()))];
+            int column = 0;
+            for (long start = 0; start < storedValues(); start += block) {
+                int n = (int) Math.min(block, storedValues() - start);
+                data.doubles(start, n, values);
+                for (int i = 0; i < n; i++) {
+                    while (pointers[column + 1] <= start + i) {
+                        column++;
+                    }
+                    totals[column] += values[i];
+                }
+            }
+        } else if (sparse()) {
             int block = 1 << 20;
             double[] values = new double[(int) Math.min(block, Math.max(1, storedValues()))];
             long[] columns = new long[values.length];
@@ -602,6 +843,9 @@ public final class H5ad implements AutoCloseable {
     public void close() {
         hdf.close();
         mapping.close();
+        if (csc != null) {
+            csc.shared().release();
+        }
     }
 
     /** The whole file mapped read-only, shared by the datasets that are stored contiguous and unfiltered. */

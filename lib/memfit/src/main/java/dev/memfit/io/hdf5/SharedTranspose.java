@@ -1,0 +1,142 @@
+package dev.memfit.io.hdf5;
+
+import dev.memfit.NativeMemory;
+import dev.memfit.ProgressListener;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The CSR transpose of one CSC file, shared by every {@link H5ad} open on it in this process (a stream opens one
+ * reader per thread; they transpose once between them), made when rows are first read and deleted when the last of
+ * them closes. Keyed by the file's real path, size and modification time: a file rewritten in place is transposed
+ * again. Nothing is kept across processes.
+ *
+ * <p>The transposed files are unlinked as soon as they are mapped where the system allows it (Linux, macOS): the
+ * disk space comes back when the mapping goes, and nothing is left behind by a process that dies; elsewhere they are
+ * deleted at the last close.
+ */
+final class SharedTranspose {
+
+    private record Key(Path file, long size, FileTime modified) {
+    }
+
+    private static final Map<Key, SharedTranspose> OPEN = new HashMap<>();
+
+    private final Key key;
+    private int users;
+    private volatile CscTranspose.Rows rows;
+    private Arena arena;
+    private Path folder;
+    private NativeMemory.Reservation reservation;
+
+    private SharedTranspose(Key key) {
+        this.key = key;
+    }
+
+    /**
+     * The transpose of a file, to be released by each caller.
+     *
+     * @param file the {@code .h5ad}
+     * @return the shared entry
+     */
+    static SharedTranspose acquire(Path file) {
+        Key key;
+        try {
+            BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
+            key = new Key(file.toRealPath(), attributes.size(), attributes.lastModifiedTime());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the attributes of " + file, e);
+        }
+        synchronized (OPEN) {
+            SharedTranspose entry = OPEN.computeIfAbsent(key, SharedTranspose::new);
+            entry.users++;
+            return entry;
+        }
+    }
+
+    /**
+     * The rows when transposed already.
+     *
+     * @return the rows, or null
+     */
+    CscTranspose.Rows ready() {
+        return rows;
+    }
+
+    /**
+     * The rows, transposed now by the first caller (the others wait for it).
+     *
+     * @param transpose the work, used by the first caller only
+     * @param scratch the folder under which the transpose gets a folder of its own
+     * @param listener where the first caller's progress goes
+     * @return the rows, valid until the last {@link #release}
+     */
+    CscTranspose.Rows rows(CscTranspose transpose, Path scratch, ProgressListener listener) {
+        CscTranspose.Rows done = rows;
+        if (done != null) {
+            return done;
+        }
+        synchronized (this) {
+            if (rows == null) {
+                Arena mapped = Arena.ofShared();
+                Path own = null;
+                try {
+                    Files.createDirectories(scratch);
+                    own = Files.createTempDirectory(scratch, "memfit-csc-");
+                    CscTranspose.Rows made = transpose.run(own, mapped, listener);
+                    reservation = NativeMemory.MAPPED.reserve(made.values().byteSize() + made.columns().byteSize());
+                    try {
+                        CscTranspose.delete(own);
+                        own = null;
+                    } catch (UncheckedIOException e) {
+                        // a system that refuses to delete mapped files: deleted at the last release instead
+                    }
+                    arena = mapped;
+                    folder = own;
+                    rows = made;
+                } catch (IOException e) {
+                    mapped.close();
+                    throw new UncheckedIOException("cannot create a transpose folder under " + scratch
+                            + "; give another scratch folder (-Dmemfit.scratch=DIR)", e);
+                } catch (RuntimeException | Error e) {
+                    mapped.close();
+                    if (own != null) {
+                        CscTranspose.delete(own);
+                    }
+                    throw e;
+                }
+            }
+            return rows;
+        }
+    }
+
+    /** Gives up one caller's use; the last one unmaps and deletes the transpose. */
+    void release() {
+        synchronized (OPEN) {
+            if (--users > 0) {
+                return;
+            }
+            OPEN.remove(key);
+        }
+        synchronized (this) {
+            if (arena != null) {
+                arena.close();
+                reservation.close();
+                arena = null;
+                rows = null;
+            }
+            if (folder != null) {
+                CscTranspose.delete(folder);
+                folder = null;
+            }
+        }
+    }
+}
