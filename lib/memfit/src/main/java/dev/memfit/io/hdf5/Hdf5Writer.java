@@ -109,6 +109,18 @@ public final class Hdf5Writer implements AutoCloseable {
         }
 
         /**
+         * Chunks of the length h5py picks for a one-dimensional dataset of this many values ({@link #guessChunk}),
+         * unfiltered, of fixed size.
+         *
+         * @param count the number of values the dataset will hold (0 when unknown: h5py then assumes 1,024)
+         * @param type the element type
+         * @return the chunking
+         */
+        public static Chunking h5py(long count, DType type) {
+            return of(Math.toIntExact(guessChunk(new long[]{count}, type.byteSize())[0]));
+        }
+
+        /**
          * Compresses each chunk with deflate (h5py's {@code compression='gzip'}). A chunk that does not shrink is
          * stored compressed all the same (HDF5 would store it raw and say so in its filter mask, which jhdf ignores).
          *
@@ -181,6 +193,57 @@ public final class Hdf5Writer implements AutoCloseable {
             return "chunks of " + values + (shuffle ? ", shuffle" : "") + (deflateLevel >= 0 ? ", deflate " + deflateLevel : "")
                     + (unlimited ? ", unlimited" : "");
         }
+    }
+
+    private static final double CHUNK_BASE = 16 * 1024;
+    private static final double CHUNK_MIN = 8 * 1024;
+    private static final double CHUNK_MAX = 1024 * 1024;
+
+    /**
+     * h5py's chunk shape for a dataset ({@code h5py._hl.filters.guess_chunk}, what it uses whenever chunks are
+     * implied, as for anndata's {@code maxshape=(None,)}): a target of 16 KiB times 2^log10(size in MiB), kept
+     * between 8 KiB and 1 MiB, reached by halving the axes in turn (rounding up) until the chunk is under the target
+     * or within 50% of it, and under 1 MiB.
+     *
+     * @param shape the dataset's shape (a 0 counts as 1,024, as h5py guesses for unlimited axes)
+     * @param typeSize bytes per value
+     * @return the chunk shape
+     */
+    public static long[] guessChunk(long[] shape, int typeSize) {
+        if (shape.length == 0) {
+            throw new IllegalArgumentException("chunks are not allowed for scalar datasets");
+        }
+        double[] chunks = new double[shape.length];
+        double size = typeSize;
+        for (int i = 0; i < shape.length; i++) {
+            chunks[i] = shape[i] != 0 ? shape[i] : 1024;
+            size *= chunks[i];
+        }
+        double target = CHUNK_BASE * Math.pow(2, Math.log10(size / (1024. * 1024)));
+        if (target > CHUNK_MAX) {
+            target = CHUNK_MAX;
+        } else if (target < CHUNK_MIN) {
+            target = CHUNK_MIN;
+        }
+        for (int index = 0; ; index++) {
+            double values = 1;
+            for (double c : chunks) {
+                values *= c;
+            }
+            double chunkBytes = values * typeSize;
+            if ((chunkBytes < target || Math.abs(chunkBytes - target) / target < 0.5) && chunkBytes < CHUNK_MAX) {
+                break;
+            }
+            if (values == 1) {
+                break; // an element larger than CHUNK_MAX
+            }
+            chunks[index % chunks.length] = Math.ceil(chunks[index % chunks.length] / 2.0);
+        }
+        long[] result = new long[chunks.length];
+        for (int i = 0; i < chunks.length; i++) {
+            result[i] = (long) chunks[i];
+        }
+        return result;
     }
 
     /** Attributes shared by groups and datasets. */

@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -137,6 +138,41 @@ class Hdf5WriterChunkedTest {
             values[i] = f32(i);
         }
         return values;
+    }
+
+    /** h5py's chunk rule, ported: the same chunk shapes as h5py's own function for sizes from 0 to 2^50 bytes. */
+    @Test
+    void chunkShapesAreH5pysGuess() {
+        StringBuilder cases = new StringBuilder();
+        StringBuilder ours = new StringBuilder();
+        Random random = new Random(5);
+        java.util.List<long[]> shapes = new java.util.ArrayList<>();
+        for (int p = 0; p < 48; p++) {
+            shapes.add(new long[]{1L << p});
+            shapes.add(new long[]{(1L << p) + 1 + random.nextInt(1 << Math.min(p, 20))});
+        }
+        shapes.add(new long[]{0});
+        shapes.add(new long[]{40_000_000});
+        shapes.add(new long[]{200_001});
+        shapes.add(new long[]{200_000, 2_000});
+        shapes.add(new long[]{1000, 0, 7});
+        for (int i = 0; i < 200; i++) {
+            shapes.add(new long[]{1 + random.nextInt(5000), 1 + random.nextInt(5000)});
+        }
+        for (long[] shape : shapes) {
+            for (int typeSize : new int[]{1, 4, 8}) {
+                cases.append(Arrays.toString(shape)).append(';').append(typeSize).append('\n');
+                ours.append(Arrays.toString(Hdf5Writer.guessChunk(shape, typeSize))).append('\n');
+            }
+        }
+        String theirs = PythonPeer.run("""
+                import sys
+                from h5py._hl.filters import guess_chunk
+                for line in sys.argv[1].splitlines():
+                    shape, size = line.split(';')
+                    print(list(guess_chunk(tuple(eval(shape)), None, int(size))))
+                """, cases);
+        assertEquals(theirs.replace(" ", ""), ours.toString().trim().replace(" ", ""));
     }
 
     /** 64 chunks fill one B-tree node; 4,096 fill two levels: these need one, two and three levels. */
