@@ -149,6 +149,15 @@ public final class H5adWriter implements AutoCloseable {
             return gzipLevel;
         }
 
+        /**
+         * The expected number of stored values, if set.
+         *
+         * @return the estimate, or -1 when not set
+         */
+        public long expectedValues() {
+            return expectedValues;
+        }
+
         /** The chunking of a dataset of {@code count} values of {@code type}, with this layout's filters. */
         Hdf5Writer.Chunking chunking(long count, DType type) {
             Hdf5Writer.Chunking chunking = Hdf5Writer.Chunking.h5py(count, type).unlimited();
