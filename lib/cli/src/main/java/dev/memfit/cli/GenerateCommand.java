@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
 import dev.memfit.DType;
+import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.synthetic.SyntheticTopics;
@@ -80,8 +81,19 @@ final class GenerateCommand implements Runnable {
     }
 
     @Command(name = "atlas", mixinStandardHelpOptions = true,
-            description = "A single-cell atlas (.h5ad, CSR counts) of imbalanced cell types with negative-binomial counts.")
+            description = {"A single-cell atlas (.h5ad, CSR counts) of imbalanced cell types with negative-binomial counts.",
+                    "By default X is stored as anndata's write_h5ad() stores it (X/data, X/indices, X/indptr chunked "
+                            + "with h5py's chunk length, maxshape None), the shape of the files users bring; "
+                            + "--compression gzip adds what write_h5ad(compression='gzip') does, --layout contiguous "
+                            + "writes memfit's own unchunked layout (fastest to read by mapping)."})
     static final class Atlas implements Callable<Integer> {
+
+        /** How X is stored. */
+        enum Layout { anndata, contiguous }
+
+        /** The compression of X's chunks. */
+        enum Compression { none, gzip }
+
         @Option(names = "--cells", defaultValue = "10000")
         private long cells;
         @Option(names = "--genes", defaultValue = "2000")
@@ -90,7 +102,7 @@ final class GenerateCommand implements Runnable {
         private java.util.List<String> types;
         @Option(names = "--proportions", split = ",", defaultValue = "0.90,0.09,0.01", description = "share of each type")
         private double[] proportions;
-        @Option(names = "--program-genes", description = "genes in each type's program (default: 5% of the genes)")
+        @Option(names = "--program-genes", description = "genes in each type's program (default: 5%% of the genes)")
         private Integer programGenes;
         @Option(names = "--fold-change", defaultValue = "3", description = "how much a type raises its program's genes")
         private double foldChange;
@@ -101,20 +113,43 @@ final class GenerateCommand implements Runnable {
         private double dispersion;
         @Option(names = "--seed", defaultValue = "1")
         private long seed;
+        @picocli.CommandLine.Spec
+        private picocli.CommandLine.Model.CommandSpec spec;
+        @Option(names = "--layout", defaultValue = "anndata",
+                description = "how X is stored: anndata (chunked, as write_h5ad() does; the default) or contiguous")
+        private Layout layout;
+        @Option(names = "--compression", defaultValue = "none",
+                description = "none (the default) or gzip (deflate, as h5py's compression='gzip'); anndata layout only")
+        private Compression compression;
+        @Option(names = "--compression-level", defaultValue = "4", description = "gzip level 0-9 (h5py's default: 4)")
+        private int compressionLevel;
+        @Option(names = "--shuffle", description = "HDF5's shuffle filter before gzip (h5py's shuffle=True)")
+        private boolean shuffle;
         @Option(names = {"-o", "--output"}, required = true, description = "the .h5ad to write")
         private Path output;
 
         @Override
         public Integer call() {
+            if (layout == Layout.contiguous && (compression != Compression.none || shuffle)) {
+                throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                        "--compression and --shuffle need chunks: use --layout anndata");
+            }
+            H5adWriter.Layout storage = layout == Layout.contiguous ? H5adWriter.Layout.contiguous() : H5adWriter.Layout.anndata();
+            if (shuffle) {
+                storage = storage.shuffle();
+            }
+            if (compression == Compression.gzip) {
+                storage = storage.gzip(compressionLevel);
+            }
             var builder = dev.memfit.synthetic.SyntheticAtlas.builder().setCells(cells).setGenes(genes)
                     .optTypes(types, proportions).optFoldChange(foldChange).optMeanExpression(meanExpression)
-                    .optDispersion(dispersion).optSeed(seed);
+                    .optDispersion(dispersion).optSeed(seed).optLayout(storage);
             if (programGenes != null) {
                 builder.optProgramGenes(programGenes);
             }
             var atlas = builder.write(output);
-            System.out.printf("wrote %s: %d cells x %d genes, %.1f%% non-zero, cells per type %s%n", output, cells, genes,
-                    100 * atlas.density(genes), java.util.Arrays.toString(atlas.typeCounts()));
+            System.out.printf("wrote %s: %d cells x %d genes, %.1f%% non-zero, cells per type %s, X %s%n", output, cells,
+                    genes, 100 * atlas.density(genes), java.util.Arrays.toString(atlas.typeCounts()), storage);
             return 0;
         }
     }

@@ -27,23 +27,30 @@ import java.util.stream.IntStream;
  * type multiplies its own program of genes by {@code foldChange}. Types are drawn with the given proportions (e.g. 90%,
  * 9%, 1%), so rare types are really rare. Everything follows from the seed: the same settings write the same bytes,
  * whatever the number of threads.
+ *
+ * <p>The file is laid out as anndata's {@code write_h5ad()} leaves it by default (chunked {@code X} of h5py's chunk
+ * length, so notebooks and benchmarks read files shaped like the ones users bring); see {@link Builder#optLayout}.
  */
 public final class SyntheticAtlas {
 
     private static final int CHUNK = 2048;
+    /** Chunks generated before the file is opened, to estimate the stored values h5py's chunk length follows from. */
+    private static final int ESTIMATE_CHUNKS = 8;
 
     private SyntheticAtlas() {
     }
 
     /** The validated settings of one atlas (what {@link Builder} collects). */
     private record Spec(long cells, int genes, List<String> types, double[] proportions, int programGenes,
-                        double foldChange, double meanExpression, double dispersion, long seed) {
+                        double foldChange, double meanExpression, double dispersion, long seed,
+                        H5adWriter.Layout layout) {
     }
 
     /**
      * Starts configuring an atlas: {@code setCells} and {@code setGenes} are required. Defaults: three types
      * "common", "uncommon" and "rare" at 90%, 9% and 1%, programs of 5% of the genes each raised 3x, a median
-     * baseline mean of 0.04 counts (about 10% of X non-zero), dispersion 0.5, seed 1, a console progress bar.
+     * baseline mean of 0.04 counts (about 10% of X non-zero), dispersion 0.5, seed 1, anndata's layout uncompressed,
+     * a console progress bar.
      *
      * <pre>{@code
      * SyntheticAtlas.Atlas atlas = SyntheticAtlas.builder().setCells(100_000).setGenes(2_000)
@@ -68,6 +75,7 @@ public final class SyntheticAtlas {
         private double meanExpression = 0.04;
         private double dispersion = 0.5;
         private long seed = 1;
+        private H5adWriter.Layout layout = H5adWriter.Layout.anndata();
         private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
@@ -167,6 +175,19 @@ public final class SyntheticAtlas {
         }
 
         /**
+         * Sets how X is stored (default {@link H5adWriter.Layout#anndata()}: chunked like anndata's
+         * {@code write_h5ad()}, uncompressed). Unless the layout sets {@code expectedValues}, the chunk length is h5py's
+         * for the stored values estimated from the first 16,384 cells (exact when there are no more cells).
+         *
+         * @param value such as {@code H5adWriter.Layout.anndata().gzip()} or {@code H5adWriter.Layout.contiguous()}
+         * @return this builder
+         */
+        public Builder optLayout(H5adWriter.Layout value) {
+            this.layout = value;
+            return this;
+        }
+
+        /**
          * Sets where progress goes (default {@link ProgressListener#console()}).
          *
          * @param listener the listener, such as {@link ProgressListener#silent()}
@@ -215,8 +236,11 @@ public final class SyntheticAtlas {
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
+            if (layout == null) {
+                throw new MemfitException("optLayout(null): pass H5adWriter.Layout.anndata() or contiguous()");
+            }
             Spec spec = new Spec(cells, genes, types, proportions.clone(), program, foldChange, meanExpression,
-                    dispersion, seed);
+                    dispersion, seed, layout);
             return SyntheticAtlas.write(output, spec, progress);
         }
     }
@@ -291,28 +315,49 @@ public final class SyntheticAtlas {
         long stored = 0;
         int chunks = (cells + CHUNK - 1) / CHUNK;
         int window = Math.max(1, Runtime.getRuntime().availableProcessors());
-        try (H5adWriter writer = H5adWriter.create(output, geneNames);
-             ProgressListener.Task progress = listener.start("generating " + output.getFileName(), cells, "cells")) {
-            for (int from = 0; from < chunks; from += window) {
-                // a window of chunks generated in parallel, written in order: same bytes for any thread count
-                List<Chunk> generated = IntStream.range(from, Math.min(chunks, from + window)).parallel()
-                        .mapToObj(i -> chunk(spec, i, labels, baseMean, fold)).toList();
+        try (ProgressListener.Task progress = listener.start("generating " + output.getFileName(), cells, "cells")) {
+            // the first chunks are generated before the file is opened: a fixed number of them, so the estimate
+            // (and the bytes written) do not depend on the number of threads
+            int first = Math.min(chunks, ESTIMATE_CHUNKS);
+            List<Chunk> generated = generate(spec, 0, first, labels, baseMean, fold);
+            H5adWriter.Layout layout = spec.layout();
+            if (layout.chunked() && layout.expectedValues() < 0) {
+                long sample = 0;
+                long sampleCells = 0;
                 for (Chunk chunk : generated) {
-                    writer.appendSparse(chunk.count, chunk.starts, chunk.columns, chunk.values);
-                    stored += chunk.starts[chunk.count];
-                    System.arraycopy(chunk.totals, 0, totals, chunk.first, chunk.count);
-                    progress.step(chunk.count);
+                    sample += chunk.starts[chunk.count];
+                    sampleCells += chunk.count;
                 }
+                layout = layout.expectedValues(Math.round((double) sample * cells / sampleCells));
             }
-            for (int c = 0; c < cells; c++) {
-                typeNames[c] = spec.types().get(labels[c]);
-                donors[c] = "donor" + (c % 4);
+            try (H5adWriter writer = H5adWriter.create(output, geneNames, layout)) {
+                for (int from = first; ; from += window) {
+                    for (Chunk chunk : generated) {
+                        writer.appendSparse(chunk.count, chunk.starts, chunk.columns, chunk.values);
+                        stored += chunk.starts[chunk.count];
+                        System.arraycopy(chunk.totals, 0, totals, chunk.first, chunk.count);
+                        progress.step(chunk.count);
+                    }
+                    if (from >= chunks) {
+                        break;
+                    }
+                    // a window of chunks generated in parallel, written in order: same bytes for any thread count
+                    generated = generate(spec, from, Math.min(chunks, from + window), labels, baseMean, fold);
+                }
+                for (int c = 0; c < cells; c++) {
+                    typeNames[c] = spec.types().get(labels[c]);
+                    donors[c] = "donor" + (c % 4);
+                }
+                writer.obs("cell_type", typeNames).obs("donor", donors).obs("n_counts", totals);
+                writer.var("program", program).var("base_mean", baseMean.clone());
+                writer.commit();
             }
-            writer.obs("cell_type", typeNames).obs("donor", donors).obs("n_counts", totals);
-            writer.var("program", program).var("base_mean", baseMean.clone());
-            writer.commit();
         }
         return new Atlas(output, labels, typeCounts, stored);
+    }
+
+    private static List<Chunk> generate(Spec spec, int from, int to, int[] labels, double[] baseMean, float[][] fold) {
+        return IntStream.range(from, to).parallel().mapToObj(i -> chunk(spec, i, labels, baseMean, fold)).toList();
     }
 
     private record Chunk(int first, int count, int[] starts, int[] columns, float[] values, float[] totals) {

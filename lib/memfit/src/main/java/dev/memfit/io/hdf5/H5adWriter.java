@@ -21,20 +21,169 @@ import java.util.Map;
  * {@code indptr}; {@code obs} and {@code var} dataframes with numeric, boolean, string and categorical columns),
  * streaming the rows of {@code X} so the matrix never has to fit in memory.
  *
- * <p>Cells are appended in chunks; the values go straight to the file and the column indices to a spill file next to
- * it, copied in at the end (HDF5 contiguous datasets need their size before the next one starts). The file is written
- * under a temporary name and renamed by {@link #commit()}; a writer closed without {@code commit} deletes it.
+ * <p>How {@code X} is stored is a {@link Layout}. {@link Layout#anndata()} stores it as anndata (through h5py) does:
+ * chunked {@code X/data}, {@code X/indices} and {@code X/indptr} of h5py's chunk length, resizable, optionally gzip;
+ * values and indices then stream side by side, each a chunk at a time. {@link Layout#contiguous()} stores them
+ * contiguous (fastest to read by mapping): the values go straight to the file and the column indices to a spill file
+ * next to it, copied in at the end (a contiguous dataset needs its size before the next one starts). The file is
+ * written under a temporary name and renamed by {@link #commit()}; a writer closed without {@code commit} deletes it.
  */
 public final class H5adWriter implements AutoCloseable {
 
     private static final int COPY_BUFFER = 8 << 20;
+    /** Stored values assumed for the chunk length when the layout gives no estimate (h5py's chunk: 16,384). */
+    private static final long DEFAULT_EXPECTED_VALUES = 1L << 24;
+
+    /**
+     * How {@code X} is stored. Immutable; each setting returns a copy.
+     *
+     * <pre>{@code
+     * H5adWriter.create(file, genes, H5adWriter.Layout.anndata().gzip().expectedValues(40_000_000L));
+     * }</pre>
+     */
+    public static final class Layout {
+        private final boolean chunked;
+        private final int gzipLevel;
+        private final boolean shuffle;
+        private final long expectedValues;
+
+        private Layout(boolean chunked, int gzipLevel, boolean shuffle, long expectedValues) {
+            this.chunked = chunked;
+            this.gzipLevel = gzipLevel;
+            this.shuffle = shuffle;
+            this.expectedValues = expectedValues;
+        }
+
+        /**
+         * Contiguous, unfiltered datasets (memfit's own layout: the fastest to read, mapped).
+         *
+         * @return the layout
+         */
+        public static Layout contiguous() {
+            return new Layout(false, -1, false, -1);
+        }
+
+        /**
+         * anndata's layout as {@code write_h5ad()} leaves it: {@code X/data}, {@code X/indices} and {@code X/indptr}
+         * chunked with h5py's chunk length for their size, {@code maxshape=(None,)}, uncompressed.
+         *
+         * @return the layout
+         */
+        public static Layout anndata() {
+            return new Layout(true, -1, false, -1);
+        }
+
+        /**
+         * Compresses the chunks of X with deflate at h5py's default level 4 ({@code compression='gzip'}).
+         *
+         * @return a copy with gzip
+         * @throws IllegalStateException on the contiguous layout
+         */
+        public Layout gzip() {
+            return gzip(4);
+        }
+
+        /**
+         * Compresses the chunks of X with deflate ({@code compression='gzip', compression_opts=level}).
+         *
+         * @param level 0 to 9
+         * @return a copy with gzip
+         * @throws IllegalStateException on the contiguous layout
+         */
+        public Layout gzip(int level) {
+            requireChunked("gzip");
+            if (level < 0 || level > 9) {
+                throw new IllegalArgumentException("gzip level from 0 to 9, got " + level);
+            }
+            return new Layout(true, level, shuffle, expectedValues);
+        }
+
+        /**
+         * Adds HDF5's shuffle filter before compression ({@code shuffle=True}).
+         *
+         * @return a copy with shuffle
+         * @throws IllegalStateException on the contiguous layout
+         */
+        public Layout shuffle() {
+            requireChunked("shuffle");
+            return new Layout(true, gzipLevel, true, expectedValues);
+        }
+
+        /**
+         * Sets how many values X will store, from which the chunk length of {@code X/data} and {@code X/indices}
+         * follows (h5py picks it from the final size, which a stream only knows at the end). Exact, the chunks are
+         * h5py's; an estimate gives chunks close to them; without one, 2^24 values are assumed (chunks of 16,384).
+         *
+         * @param count the expected number of stored (non-zero) values, at least 0
+         * @return a copy with the estimate
+         */
+        public Layout expectedValues(long count) {
+            requireChunked("expectedValues");
+            if (count < 0) {
+                throw new IllegalArgumentException("expected values must be at least 0, got " + count);
+            }
+            return new Layout(true, gzipLevel, shuffle, count);
+        }
+
+        private void requireChunked(String setting) {
+            if (!chunked) {
+                throw new IllegalStateException(setting + " needs chunked datasets: use Layout.anndata()");
+            }
+        }
+
+        /**
+         * Whether X is chunked (anndata's layout).
+         *
+         * @return true when chunked
+         */
+        public boolean chunked() {
+            return chunked;
+        }
+
+        /**
+         * The gzip level.
+         *
+         * @return 0 to 9, or -1 when uncompressed
+         */
+        public int gzipLevel() {
+            return gzipLevel;
+        }
+
+        /**
+         * The expected number of stored values, if set.
+         *
+         * @return the estimate, or -1 when not set
+         */
+        public long expectedValues() {
+            return expectedValues;
+        }
+
+        /** The chunking of a dataset of {@code count} values of {@code type}, with this layout's filters. */
+        Hdf5Writer.Chunking chunking(long count, DType type) {
+            Hdf5Writer.Chunking chunking = Hdf5Writer.Chunking.h5py(count, type).unlimited();
+            if (shuffle) {
+                chunking = chunking.shuffle();
+            }
+            return gzipLevel >= 0 ? chunking.deflate(gzipLevel) : chunking;
+        }
+
+        @Override
+        public String toString() {
+            return !chunked ? "contiguous" : "anndata (chunked" + (shuffle ? ", shuffle" : "")
+                    + (gzipLevel >= 0 ? ", gzip " + gzipLevel : "") + ")";
+        }
+    }
 
     private final Path output;
     private final Path temporary;
     private final Path spill;
     private final String[] genes;
+    private final Layout layout;
     private final Hdf5Writer hdf;
     private final Hdf5Writer.Stream values;
+    /** The indices' chunked stream (anndata layout), else null. */
+    private final Hdf5Writer.Stream chunkedIndices;
+    /** The indices' spill file (contiguous layout), else null. */
     private final FileChannel indices;
     private final Map<String, Object> obs = new LinkedHashMap<>();
     private final Map<String, Object> var = new LinkedHashMap<>();
@@ -43,17 +192,39 @@ public final class H5adWriter implements AutoCloseable {
     private long cells;
     private boolean done;
 
-    private H5adWriter(Path output, String[] genes) throws IOException {
+    private H5adWriter(Path output, String[] genes, Layout layout) throws IOException {
         this.output = output;
         this.genes = genes.clone();
+        this.layout = layout;
         Path folder = output.toAbsolutePath().getParent();
         Files.createDirectories(folder);
         this.temporary = folder.resolve(output.getFileName() + ".tmp-" + ProcessHandle.current().pid());
-        this.spill = folder.resolve(output.getFileName() + ".indices-" + ProcessHandle.current().pid());
         this.hdf = Hdf5Writer.create(temporary);
-        this.indices = FileChannel.open(spill, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE);
-        this.values = hdf.root().group("X").stream("data", DType.FLOAT32);
+        Hdf5Writer.Group matrix = hdf.root().group("X");
+        if (layout.chunked) {
+            long expected = layout.expectedValues >= 0 ? layout.expectedValues : DEFAULT_EXPECTED_VALUES;
+            this.spill = null;
+            this.indices = null;
+            this.values = matrix.stream("data", DType.FLOAT32, layout.chunking(expected, DType.FLOAT32));
+            this.chunkedIndices = matrix.stream("indices", DType.INT32, layout.chunking(expected, DType.INT32));
+        } else {
+            this.spill = folder.resolve(output.getFileName() + ".indices-" + ProcessHandle.current().pid());
+            this.indices = FileChannel.open(spill, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE);
+            this.values = matrix.stream("data", DType.FLOAT32);
+            this.chunkedIndices = null;
+        }
+    }
+
+    /**
+     * Starts a file with contiguous datasets ({@link Layout#contiguous()}).
+     *
+     * @param output the {@code .h5ad} to write
+     * @param genes the gene names ({@code var} index), which fix n_vars
+     * @return the writer, to be committed and closed
+     */
+    public static H5adWriter create(Path output, String[] genes) {
+        return create(output, genes, Layout.contiguous());
     }
 
     /**
@@ -61,14 +232,27 @@ public final class H5adWriter implements AutoCloseable {
      *
      * @param output the {@code .h5ad} to write
      * @param genes the gene names ({@code var} index), which fix n_vars
+     * @param layout how X is stored, such as {@link Layout#anndata()}
      * @return the writer, to be committed and closed
      */
-    public static H5adWriter create(Path output, String[] genes) {
+    public static H5adWriter create(Path output, String[] genes, Layout layout) {
+        if (layout == null) {
+            throw new IllegalArgumentException("layout is null: pass H5adWriter.Layout.anndata() or contiguous()");
+        }
         try {
-            return new H5adWriter(output, genes);
+            return new H5adWriter(output, genes, layout);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + output, e);
         }
+    }
+
+    /**
+     * How X is stored.
+     *
+     * @return the layout
+     */
+    public Layout layout() {
+        return layout;
     }
 
     /**
@@ -106,7 +290,11 @@ public final class H5adWriter implements AutoCloseable {
         }
         cells += count;
         values.append(valueBytes.flip());
-        writeIndices(columnBytes.flip());
+        if (chunkedIndices != null) {
+            chunkedIndices.append(columnBytes.flip());
+        } else {
+            writeIndices(columnBytes.flip());
+        }
     }
 
     /**
@@ -202,20 +390,15 @@ public final class H5adWriter implements AutoCloseable {
             long stored = indptr[Math.toIntExact(cells)];
             hdf.root().attribute("encoding-type", "anndata").attribute("encoding-version", "0.1.0");
             values.finish(stored);
-            Hdf5Writer.Stream columns = hdf.root().childGroup("X").stream("indices", DType.INT32);
-            ByteBuffer buffer = ByteBuffer.allocate(COPY_BUFFER);
-            for (long at = 0; at < stored * Integer.BYTES; ) {
-                buffer.clear();
-                int read = indices.read(buffer, at);
-                if (read < 0) {
-                    throw new IOException("spill file " + spill + " ended early");
-                }
-                at += read;
-                columns.append(buffer.flip());
-            }
-            columns.finish(stored);
             Hdf5Writer.Group matrix = hdf.root().childGroup("X");
-            matrix.dataset("indptr", Arrays.copyOf(indptr, Math.toIntExact(cells + 1)));
+            long[] rowPointers = Arrays.copyOf(indptr, Math.toIntExact(cells + 1));
+            if (chunkedIndices != null) {
+                chunkedIndices.finish(stored);
+                matrix.dataset("indptr", rowPointers, layout.chunking(rowPointers.length, DType.INT64));
+            } else {
+                copySpilledIndices(stored);
+                matrix.dataset("indptr", rowPointers);
+            }
             matrix.attribute("encoding-type", "csr_matrix").attribute("encoding-version", "0.1.0")
                     .attribute("shape", new long[]{cells, genes.length});
             String[] names = cellNames;
@@ -231,7 +414,9 @@ public final class H5adWriter implements AutoCloseable {
                 hdf.root().group(empty).attribute("encoding-type", "dict").attribute("encoding-version", "0.1.0");
             }
             hdf.close();
-            indices.close();
+            if (indices != null) {
+                indices.close();
+            }
             AtomicMove.replace(temporary, output);
             done = true;
         } catch (IOException e) {
@@ -241,6 +426,21 @@ public final class H5adWriter implements AutoCloseable {
                 close();
             }
         }
+    }
+
+    private void copySpilledIndices(long stored) throws IOException {
+        Hdf5Writer.Stream columns = hdf.root().childGroup("X").stream("indices", DType.INT32);
+        ByteBuffer buffer = ByteBuffer.allocate(COPY_BUFFER);
+        for (long at = 0; at < stored * Integer.BYTES; ) {
+            buffer.clear();
+            int read = indices.read(buffer, at);
+            if (read < 0) {
+                throw new IOException("spill file " + spill + " ended early");
+            }
+            at += read;
+            columns.append(buffer.flip());
+        }
+        columns.finish(stored);
     }
 
     private void dataframe(String name, String[] index, Map<String, Object> columns) {
@@ -301,7 +501,9 @@ public final class H5adWriter implements AutoCloseable {
         }
         done = true;
         try {
-            indices.close();
+            if (indices != null) {
+                indices.close();
+            }
         } catch (IOException ignored) {
             // the spill file is deleted on close either way
         }
