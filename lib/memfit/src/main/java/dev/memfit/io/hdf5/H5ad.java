@@ -942,6 +942,14 @@ public final class H5ad implements AutoCloseable {
          * the mapping when stored that way, else read and converted to float32 or int64 on the heap.
          */
         Window window(long start, int n, DType as) {
+            if (n == 0) {
+                // rows without stored values (an all-zero X has an empty, unchunked X/data jhdf cannot slice)
+                return switch (as) {
+                    case FLOAT32 -> new Window(MemorySegment.NULL, start, ValueLayout.JAVA_FLOAT, null, null);
+                    case INT32 -> new Window(MemorySegment.NULL, start, null, ValueLayout.JAVA_INT, null);
+                    default -> new Window(MemorySegment.NULL, start, null, null, ValueLayout.JAVA_LONG);
+                };
+            }
             if (mapped != null && type == as) {
                 return switch (as) {
                     case FLOAT32 -> new Window(mapped, 0, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), null, null);
@@ -1013,6 +1021,9 @@ public final class H5ad implements AutoCloseable {
 
         /** Elements of a 1-D dataset as float64, exactly as stored for float32/float64 (and integers up to 2^53). */
         void doubles(long start, int n, double[] into) {
+            if (n == 0) {
+                return;
+            }
             MemorySegment target = MemorySegment.ofArray(into);
             if (mapped != null) {
                 ChunkedVector.convert(mapped, start * type.byteSize(), type, order, target, 0, n, true);
@@ -1027,6 +1038,9 @@ public final class H5ad implements AutoCloseable {
         }
 
         void floats(long start, int n, float[] into) {
+            if (n == 0) {
+                return;
+            }
             if (mapped != null && type == DType.FLOAT32) {
                 MemorySegment.copy(mapped, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), start * Float.BYTES, into, 0, n);
             } else if (mapped != null) {
@@ -1052,6 +1066,9 @@ public final class H5ad implements AutoCloseable {
 
         /** Converts to int64; int32 and int64 stored in the mapping are read in place by {@link #window} instead. */
         void longs(long start, int n, long[] into) {
+            if (n == 0) {
+                return;
+            }
             if (mapped != null) {
                 for (int i = 0; i < n; i++) {
                     into[i] = (long) type.getDouble(mapped, (start + i) * type.byteSize(), order);
