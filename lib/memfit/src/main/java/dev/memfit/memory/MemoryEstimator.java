@@ -239,7 +239,7 @@ public final class MemoryEstimator {
          * @return this builder
          */
         public Builder optStoredBytes(long bytes) {
-            this.storedBytes = bytes;
+            this.storedBytes = bytes < 0 ? Long.MIN_VALUE : bytes;
             return this;
         }
 
@@ -348,6 +348,9 @@ public final class MemoryEstimator {
             if (loading == null || samples < 1 || sampleBytes < 1) {
                 throw new MemfitException("setData(count, bytesPerSample, strategy) is required with count >= 1 and "
                         + "bytesPerSample >= 1, got count " + samples + ", bytes per sample " + sampleBytes);
+            }
+            if (storedBytes < -1) {
+                throw new MemfitException("optStoredBytes: the bytes on disk cannot be negative, got " + storedBytes);
             }
             if (parameters < 0 || activationsPerSample < 0) {
                 throw new MemfitException("parameter and activation counts cannot be negative");
