@@ -35,8 +35,13 @@ final class Baselines {
 
     /** Compiles gather.c with gcc -O2 into the build folder, or returns empty when gcc is missing. */
     static Optional<Path> compileGather(Path buildDir) {
-        Path source = sources().resolve("gather.c");
-        Path binary = buildDir.resolve("gather");
+        return compile(buildDir, "gather");
+    }
+
+    /** Compiles {@code environment/bench/NAME.c} with gcc -O2 into the build folder, or returns empty when gcc is missing. */
+    static Optional<Path> compile(Path buildDir, String name) {
+        Path source = sources().resolve(name + ".c");
+        Path binary = buildDir.resolve(name);
         if (!Files.exists(source)) {
             return Optional.empty();
         }

@@ -33,8 +33,9 @@ import java.util.Optional;
 /**
  * Single-cell atlas benchmarks, side by side in one run: a streaming pass over an {@code .h5ad} (memfit's
  * {@link Datasets#h5ad} vs anndata's backed {@code chunked_X}), random batches read from the {@code .h5ad} directly
- * (memfit vs anndata backed indexing) and from shards (memfit's loader vs a C mmap+memcpy gather of rows of the same
- * size), and shard conversion (cells/s and peak memory of a separate JVM, for two file sizes).
+ * (memfit vs anndata backed indexing) and from shards (memfit's loader vs the C loop of the shards' layout: CSR rows
+ * zeroed and scattered for a sparse X, rows copied for a dense one), and shard conversion (cells/s and peak memory
+ * of a separate JVM, for two file sizes).
  */
 public final class H5adBenchmark {
 
@@ -146,29 +147,19 @@ public final class H5adBenchmark {
                 LoaderBenchmark.warmPageCache(shard);
             }
             for (int threads : settings.threads()) {
-                double perSecond = randomFromShards(store, settings, threads);
+                double perSecond = ShardBenchmark.loader(store, settings.batchSize(), settings.epochs(), threads, settings.seed());
                 rows.add(new Row("random batches from shards", "memfit loader over ShardStore", threads, perSecond,
                         perSecond * rowBytes / 1e9, 0, 0));
             }
-            Path first = store.shardFiles().getFirst();
             if (settings.baselines()) {
-                Optional<Path> gather = Baselines.compileGather(work);
-                long dataOffset;
-                long shardRows;
-                try (dev.memfit.io.npy.NpyArray array = dev.memfit.io.npy.Npy.map(first)) {
-                    dataOffset = array.header().dataOffset();
-                    shardRows = array.rows();
-                }
+                // the C loop of the shards' layout: CSR rows zeroed and scattered (the default for a sparse X), or
+                // dense rows copied
+                String method = store.layout() == dev.memfit.shard.ShardLayout.SPARSE
+                        ? "C mmap, zero + scatter CSR rows" : "C mmap+memcpy (rows of the same size)";
                 for (int threads : settings.threads()) {
-                    gather.flatMap(binary -> Baselines.json(List.of(binary.toString(), first.toString(),
-                                    Long.toString(dataOffset), Long.toString(shardRows), Long.toString(rowBytes),
-                                    Integer.toString(settings.batchSize()), Integer.toString(settings.epochs()),
-                                    Integer.toString(threads), Long.toString(settings.seed())), 600))
-                            .ifPresent(json -> {
-                                double gbps = json.get("steady_gbps").asDouble();
-                                rows.add(new Row("random batches from shards", "C mmap+memcpy (rows of the same size)",
-                                        threads, gbps * 1e9 / rowBytes, gbps, 0, 0));
-                            });
+                    ShardBenchmark.cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed())
+                            .ifPresent(perSecond -> rows.add(new Row("random batches from shards", method, threads,
+                                    perSecond, perSecond * rowBytes / 1e9, 0, 0)));
                 }
             }
         }
@@ -237,29 +228,6 @@ public final class H5adBenchmark {
             blackhole(sink);
             return settings.randomBatches() * (double) settings.batchSize() / seconds;
         }
-    }
-
-    private static double randomFromShards(ShardStore store, Settings settings, int threads) {
-        long sink = 0;
-        double steady = 0;
-        long cells = 0;
-        try (Loader loader = Datasets.of(store).optBatchSize(settings.batchSize()).optShuffle(settings.seed()).optDropLast(true)
-                .optThreads(threads - 1).optPrefetch(2 * threads).build()) {
-            for (int epoch = 0; epoch < settings.epochs(); epoch++) {
-                long start = System.nanoTime();
-                long epochCells = 0;
-                for (Batch batch : loader.epoch(epoch)) {
-                    sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
-                    epochCells += settings.batchSize();
-                }
-                if (epoch > 0 || settings.epochs() == 1) {
-                    steady += (System.nanoTime() - start) / 1e9;
-                    cells += epochCells;
-                }
-            }
-        }
-        blackhole(sink);
-        return cells / steady;
     }
 
     private static Optional<JsonNode> anndata(Path file, String... args) {

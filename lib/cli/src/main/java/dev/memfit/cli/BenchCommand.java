@@ -2,6 +2,7 @@ package dev.memfit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.bench.ConversionBenchmark;
+import dev.memfit.bench.ShardBenchmark;
 import dev.memfit.bench.H5adBenchmark;
 import dev.memfit.bench.LoaderBenchmark;
 import dev.memfit.bench.TopicBenchmark;
@@ -19,7 +20,7 @@ import java.util.concurrent.Callable;
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
         subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class, BenchCommand.H5ad.class,
-                BenchCommand.Conversion.class})
+                BenchCommand.Conversion.class, BenchCommand.Shards.class})
 final class BenchCommand implements Runnable {
 
     @Override
@@ -310,5 +311,80 @@ final class BenchCommand implements Runnable {
     private static double round(double value, int digits) {
         double scale = Math.pow(10, digits);
         return Math.round(value * scale) / scale;
+    }
+
+    @Command(name = "shards", mixinStandardHelpOptions = true,
+            description = "Random batches from sparse (CSR) shards vs dense shards of the same .h5ad vs a C loop "
+                    + "densifying the same CSR rows; bytes on disk of each layout.")
+    static final class Shards implements Callable<Integer> {
+        @Option(names = "--file", description = "the .h5ad to shard (default build/bench/anndata-default.h5ad)")
+        private Path file;
+        @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
+        private long shardSize;
+        @Option(names = "--batch", defaultValue = "256", description = "cells per batch (default ${DEFAULT-VALUE})")
+        private int batch;
+        @Option(names = "--epochs", defaultValue = "3", description = "epochs, the first not counted (default ${DEFAULT-VALUE})")
+        private int epochs;
+        @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "threads copying rows: C threads, or memfit background readers + the caller (default ${DEFAULT-VALUE})")
+        private List<Integer> threads;
+        @Option(names = "--seed", defaultValue = "7")
+        private long seed;
+        @Option(names = "--no-baselines", description = "skip the C loops")
+        private boolean noBaselines;
+        @Option(names = "--json", description = "print JSON rows instead of a table")
+        private boolean json;
+
+        @Override
+        public Integer call() throws Exception {
+            Path target = file != null ? file : Path.of("build", "bench", "anndata-default.h5ad");
+            if (!java.nio.file.Files.exists(target)) {
+                throw new dev.memfit.MemfitException(target + ": no such .h5ad; pass --file (a CSR X, such as "
+                        + "anndata's default write_h5ad)");
+            }
+            List<ShardBenchmark.Row> rows = ShardBenchmark.run(new ShardBenchmark.Settings(target, shardSize, batch,
+                    epochs, threads, seed, !noBaselines));
+            if (json) {
+                printJson(rows);
+                return 0;
+            }
+            Table table = Table.create("Random batches of " + batch + " cells (shuffled) from shards of " + target
+                    + " (page-cached)");
+            StringColumn layout = StringColumn.create("layout");
+            StringColumn method = StringColumn.create("method");
+            IntColumn threadColumn = IntColumn.create("threads");
+            DoubleColumn cellsPerSecond = DoubleColumn.create("cells/s");
+            DoubleColumn gbps = DoubleColumn.create("GB/s (dense)");
+            DoubleColumn disk = DoubleColumn.create("MB on disk");
+            DoubleColumn vsDense = DoubleColumn.create("vs dense shards, memfit");
+            DoubleColumn vsC = DoubleColumn.create("vs C, same layout");
+            for (ShardBenchmark.Row row : rows) {
+                layout.append(row.layout());
+                method.append(row.method());
+                threadColumn.append(row.threads());
+                cellsPerSecond.append(Math.round(row.cellsPerSecond()));
+                gbps.append(round(row.gigabytesPerSecond(), 3));
+                disk.append(round(row.megabytesOnDisk(), 1));
+                boolean memfit = row.method().startsWith("memfit");
+                double dense = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals("dense")
+                                && r.method().startsWith("memfit") && r.threads() == row.threads())
+                        .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
+                double c = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals(row.layout())
+                                && r.method().startsWith("C ") && r.threads() == row.threads())
+                        .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
+                if (Double.isNaN(dense)) {
+                    vsDense.appendMissing();
+                } else {
+                    vsDense.append(round(row.cellsPerSecond() / dense, 3));
+                }
+                if (Double.isNaN(c)) {
+                    vsC.appendMissing();
+                } else {
+                    vsC.append(round(row.cellsPerSecond() / c, 3));
+                }
+            }
+            table.addColumns(layout, method, threadColumn, cellsPerSecond, gbps, disk, vsDense, vsC);
+            System.out.println(table.printAll());
+            return 0;
+        }
     }
 }

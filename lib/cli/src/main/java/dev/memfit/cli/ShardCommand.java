@@ -2,6 +2,7 @@ package dev.memfit.cli;
 
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.shard.GeneVocabulary;
+import dev.memfit.shard.ShardLayout;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.shard.ShardWriter;
 import picocli.CommandLine.Command;
@@ -13,7 +14,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit shard INPUT.h5ad --output-dir shards/ --shard-size N} and {@code memfit validate shards/}. */
 @Command(name = "shard", mixinStandardHelpOptions = true,
-        description = "Convert an .h5ad into memory-mappable shards (.npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run.")
+        description = "Convert an .h5ad into memory-mappable shards (CSR or dense .npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run.")
 final class ShardCommand implements Callable<Integer> {
 
     @Parameters(paramLabel = "INPUT", description = "the .h5ad")
@@ -27,6 +28,10 @@ final class ShardCommand implements Callable<Integer> {
 
     @Option(names = "--vocab", description = "a JSON array of gene names: the columns of every shard")
     private Path vocabulary;
+
+    @Option(names = "--layout", description = "dense or sparse (CSR: values, gene indices, row pointers; about the "
+            + "source's size on disk); default: sparse for a sparse X, dense for a dense X")
+    private String layout;
 
     @Option(names = "--top-genes", description = "use the n genes with the largest total counts as the vocabulary")
     private Integer topGenes;
@@ -42,15 +47,17 @@ final class ShardCommand implements Callable<Integer> {
             }
         }
         ShardWriter.Result result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
-                .write(output);
-        System.out.printf("%d shards (%d written now) of %,d cells x %,d genes in %s%n", result.shards(), result.written(),
-                result.cells(), result.genes(), output);
+                .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
+        try (ShardStore store = ShardStore.open(output)) {
+            System.out.printf("%d %s shards (%d written now) of %,d cells x %,d genes in %s, %.1f MB%n", result.shards(),
+                    result.layout().key(), result.written(), result.cells(), result.genes(), output, store.storedBytes() / 1e6);
+        }
         return 0;
     }
 
     /** {@code memfit validate DIR}. */
     @Command(name = "validate", mixinStandardHelpOptions = true,
-            description = "Check a shard folder: metadata, shapes, CRC32C of every shard, cell tables.")
+            description = "Check a shard folder: metadata, shapes, CRC32C of every file, CSR row pointers and gene indices, cell tables.")
     static final class Validate implements Callable<Integer> {
         @Parameters(paramLabel = "DIR")
         private Path folder;
@@ -59,8 +66,9 @@ final class ShardCommand implements Callable<Integer> {
         public Integer call() {
             ShardStore.validate(folder);
             try (ShardStore store = ShardStore.open(folder)) {
-                System.out.printf("%s: valid, %d shards, %,d cells x %,d genes%n", folder, store.shardSizes().length,
-                        store.size(), store.vocabulary().genes().size());
+                System.out.printf("%s: valid, %d %s shards, %,d cells x %,d genes, %.1f MB%n", folder,
+                        store.shardSizes().length, store.layout().key(), store.size(), store.vocabulary().genes().size(),
+                        store.storedBytes() / 1e6);
             }
             return 0;
         }

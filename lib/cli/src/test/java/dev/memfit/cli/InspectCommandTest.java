@@ -3,6 +3,7 @@ package dev.memfit.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.PythonPeer;
+import dev.memfit.io.npy.Npy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -11,6 +12,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -135,10 +137,22 @@ class InspectCommandTest {
         assertEquals(0, run("generate", "atlas", "--cells", "300", "--genes", "40", "--seed", "3", "-o", atlas.toString()).status());
         Run shard = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--shard-size", "100");
         assertEquals(0, shard.status(), shard.err());
+        assertTrue(shard.out().contains("3 sparse shards"), shard.out());
         assertEquals(0, run("validate", shards.toString()).status());
-        Files.delete(shards.resolve("shard_000001.npy"));
+        Files.delete(shards.resolve("shard_000001.indices.npy"));
         Run broken = run("validate", shards.toString());
         assertEquals(1, broken.status());
-        assertTrue(broken.err().contains("shard_000001.npy"), broken.err());
+        assertTrue(broken.err().contains("shard_000001.indices.npy"), broken.err());
+
+        Path dense = dir.resolve("dense");
+        Run denseShard = run("shard", atlas.toString(), "--output-dir", dense.toString(), "--shard-size", "100",
+                "--layout", "dense");
+        assertEquals(0, denseShard.status(), denseShard.err());
+        assertTrue(denseShard.out().contains("3 dense shards"), denseShard.out());
+        assertEquals(List.of(100L, 40L), List.of(Npy.readHeader(dense.resolve("shard_000001.npy")).shape()[0],
+                Npy.readHeader(dense.resolve("shard_000001.npy")).shape()[1]));
+        Run wrong = run("shard", atlas.toString(), "--output-dir", dir.resolve("x").toString(), "--layout", "csc");
+        assertEquals(1, wrong.status());
+        assertTrue(wrong.err().contains("expected dense or sparse, found 'csc'"), wrong.err());
     }
 }

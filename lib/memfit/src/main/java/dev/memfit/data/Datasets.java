@@ -162,12 +162,13 @@ public final class Datasets {
             facts.put("cells", store.size());
             facts.put("genes", sampleShape[0]);
             facts.put("shard_sizes", sizes);
-            long bytes = 0;
+            facts.put("layout", store.layout() == dev.memfit.shard.ShardLayout.SPARSE ? "sparse (CSR)" : "dense");
+            facts.put("nnz", store.storedValues());
+            // the bytes really stored: for CSR shards the non-zero values, their gene indices and row pointers
+            facts.put("stored_bytes", store.storedBytes());
+            long bytes = store.storedBytes();
             try {
                 bytes += Files.size(path.resolve(Formats.SHARD_METADATA));
-                for (Path file : store.shardFiles()) {
-                    bytes += Files.size(file);
-                }
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }

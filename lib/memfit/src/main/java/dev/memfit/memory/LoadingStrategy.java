@@ -384,6 +384,23 @@ public sealed interface LoadingStrategy {
         }
 
         /**
+         * This strategy for one shard folder, with how its shards store the cells and the bytes they take on disk
+         * (what the mappings address and the page cache holds when warm): CSR shards, about the size of the source's
+         * sparse X, are densified per batch. For an estimate, pass the bytes to
+         * {@link MemoryEstimator.Builder#optStoredBytes}.
+         *
+         * @param path the shard folder
+         * @return the description, such as {@code memory-mapped shards, sparse (CSR, densified per batch), 312.4 MB on disk}
+         */
+        public String describe(Path path) {
+            try (ShardStore store = ShardStore.open(path)) {
+                return describe() + (store.layout() == dev.memfit.shard.ShardLayout.SPARSE
+                        ? ", sparse (CSR, densified per batch), " : ", dense, ")
+                        + MemoryEstimator.human(store.storedBytes()) + " on disk";
+            }
+        }
+
+        /**
          * Opens a shard folder; with several devices its sampler already gives this rank its own shards, shuffled
          * every epoch from {@link #seed()}, so set the batch size but not {@code optShuffle} (which would read
          * everything on every rank).

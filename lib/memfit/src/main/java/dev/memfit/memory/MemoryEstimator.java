@@ -63,8 +63,10 @@ public final class MemoryEstimator {
     private final int prefetch;
     private final int devices;
     private final boolean shuffled;
+    private final long storedBytes;
 
     private MemoryEstimator(Builder builder) {
+        this.storedBytes = builder.storedBytes;
         this.samples = builder.samples;
         this.sampleBytes = builder.sampleBytes;
         this.loading = builder.loading;
@@ -145,10 +147,20 @@ public final class MemoryEstimator {
             }
             case LoadingStrategy.Shards shards -> {
                 epochLength = (samples + shards.devices() - 1) / shards.devices();
-                parts.add(new MemoryEstimate.Component("shard file mappings (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
-                parts.add(new MemoryEstimate.Component(shards.devices() == 1 ? "page cache to keep the data warm"
-                        : "page cache to keep this rank's shards warm", MemoryEstimate.Where.PAGE_CACHE,
-                        epochLength * sampleBytes));
+                if (storedBytes < 0) {
+                    parts.add(new MemoryEstimate.Component("shard file mappings (address space)", MemoryEstimate.Where.MAPPED, dataBytes));
+                    parts.add(new MemoryEstimate.Component(shards.devices() == 1 ? "page cache to keep the data warm"
+                            : "page cache to keep this rank's shards warm", MemoryEstimate.Where.PAGE_CACHE,
+                            epochLength * sampleBytes));
+                } else {
+                    // what the files hold: sparse (CSR) shards store only the non-zero values, densified per batch
+                    String kind = storedBytes < dataBytes ? "sparse shards" : "shards";
+                    parts.add(new MemoryEstimate.Component(kind + " file mappings (as stored, address space)",
+                            MemoryEstimate.Where.MAPPED, storedBytes));
+                    parts.add(new MemoryEstimate.Component(shards.devices() == 1 ? "page cache to keep the " + kind + " warm"
+                            : "page cache to keep this rank's " + kind + " warm", MemoryEstimate.Where.PAGE_CACHE,
+                            (long) Math.ceil(storedBytes * (double) epochLength / samples)));
+                }
             }
         }
         int buffers = loading instanceof LoadingStrategy.Streaming ? 2 : Math.max(1, prefetch) + 1;
@@ -212,8 +224,23 @@ public final class MemoryEstimator {
         private int prefetch = 2;
         private int devices = 1;
         private boolean shuffled = true;
+        private long storedBytes = -1;
 
         private Builder() {
+        }
+
+        /**
+         * Sets the bytes the data takes in its files, when that is not {@code count x bytesPerSample}: sparse (CSR)
+         * shards store only the non-zero values ({@code ShardStore.storedBytes()}, or the {@code stored_bytes} fact of
+         * {@code Datasets.describe(folder)}), so their mappings and page cache are that size while batches hold dense
+         * rows. Used for {@link LoadingStrategy.Shards}; default: {@code count x bytesPerSample}.
+         *
+         * @param bytes the bytes on disk, at least 0
+         * @return this builder
+         */
+        public Builder optStoredBytes(long bytes) {
+            this.storedBytes = bytes < 0 ? Long.MIN_VALUE : bytes;
+            return this;
         }
 
         /**
@@ -321,6 +348,9 @@ public final class MemoryEstimator {
             if (loading == null || samples < 1 || sampleBytes < 1) {
                 throw new MemfitException("setData(count, bytesPerSample, strategy) is required with count >= 1 and "
                         + "bytesPerSample >= 1, got count " + samples + ", bytes per sample " + sampleBytes);
+            }
+            if (storedBytes < -1) {
+                throw new MemfitException("optStoredBytes: the bytes on disk cannot be negative, got " + storedBytes);
             }
             if (parameters < 0 || activationsPerSample < 0) {
                 throw new MemfitException("parameter and activation counts cannot be negative");

@@ -3,16 +3,19 @@ package dev.memfit.shard;
 import ai.djl.ndarray.types.Shape;
 import blue.strategic.parquet.ParquetReader;
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.memfit.MemfitException;
-import dev.memfit.source.NpySource;
-import dev.memfit.source.SampleSource;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
+import dev.memfit.MemfitException;
 import dev.memfit.io.npy.Npy;
+import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.source.SampleSource;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,46 +24,135 @@ import java.util.List;
 
 /**
  * Random access across all shards of a folder, memory-mapped: cell {@code i} of the store is row {@code i - start}
- * of the shard whose range holds it. Opening checks the metadata against the files (existence, shapes); a full
- * check with checksums is {@link #validate(Path)}.
+ * of the shard whose range holds it. Dense shards are copied row by row; sparse (CSR) shards are densified straight
+ * into the caller's memory: the row zeroed, then its stored values scattered from the mapped arrays (no copy in
+ * between, no garbage per row, safe from several threads).
+ *
+ * <p>Opening checks the metadata against the files: presence, types, shapes, and for CSR that each row pointer
+ * array runs from 0 up to the number of stored values without decreasing (8 bytes per cell read). Gene indices are
+ * checked as they are read (a cheap comparison per value, instead of reading every index file at open); a full
+ * check, with checksums and every gene index, is {@link #validate(Path)}.
  */
 public final class ShardStore implements SampleSource {
 
-    private final Path folder;
-    private final List<NpySource> shards;
-    private final List<Path> shardFiles;
-    private final long[] starts;
-    private final long cells;
-    private final GeneVocabulary vocabulary;
+    private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    private ShardStore(Path folder, List<NpySource> shards, List<Path> shardFiles, long[] starts, long cells,
+    private final Path folder;
+    private final ShardLayout layout;
+    private final List<NpyArray> arrays;
+    private final List<Path> files;
+    private final long[] starts;
+    private final long[] sizes;
+    private final long cells;
+    private final int genes;
+    private final GeneVocabulary vocabulary;
+    private final long storedValues;
+    private final long storedBytes;
+    /** Dense: each shard's cells x genes; null for CSR. */
+    private final MemorySegment[] rows;
+    /** CSR: each shard's values, gene indices and row pointers, as mapped (little-endian); null for dense. */
+    private final MemorySegment[] values;
+    private final MemorySegment[] indices;
+    private final MemorySegment[] pointers;
+    private final Path[] indexFiles;
+    private final long[] indexOffsets;
+    /** One row of zeros, copied over a row before its values are scattered (on the heap: no arena to close). */
+    private final MemorySegment zeros;
+
+    private ShardStore(Path folder, ShardLayout layout, List<NpyArray> arrays, List<Path> files, long[] sizes,
                        GeneVocabulary vocabulary) {
         this.folder = folder;
-        this.shards = shards;
-        this.shardFiles = shardFiles;
-        this.starts = starts;
-        this.cells = cells;
+        this.layout = layout;
+        this.arrays = arrays;
+        this.files = List.copyOf(files);
+        this.sizes = sizes;
+        this.starts = new long[sizes.length];
+        long total = 0;
+        for (int s = 0; s < sizes.length; s++) {
+            starts[s] = total;
+            total += sizes[s];
+        }
+        this.cells = total;
         this.vocabulary = vocabulary;
+        this.genes = vocabulary.genes().size();
+        int perShard = layout == ShardLayout.DENSE ? 1 : 3;
+        int shards = sizes.length;
+        long bytes = 0;
+        for (Path file : files) {
+            try {
+                bytes += Files.size(file);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + file, e);
+            }
+        }
+        this.storedBytes = bytes;
+        if (layout == ShardLayout.DENSE) {
+            rows = new MemorySegment[shards];
+            values = indices = pointers = null;
+            indexFiles = null;
+            indexOffsets = null;
+            for (int s = 0; s < shards; s++) {
+                rows[s] = arrays.get(s).data();
+            }
+            storedValues = cells * genes;
+        } else {
+            rows = null;
+            values = new MemorySegment[shards];
+            indices = new MemorySegment[shards];
+            pointers = new MemorySegment[shards];
+            indexFiles = new Path[shards];
+            indexOffsets = new long[shards];
+            long nnz = 0;
+            for (int s = 0; s < shards; s++) {
+                values[s] = arrays.get(perShard * s).data();
+                indices[s] = arrays.get(perShard * s + 1).data();
+                pointers[s] = arrays.get(perShard * s + 2).data();
+                indexFiles[s] = arrays.get(perShard * s + 1).path();
+                indexOffsets[s] = arrays.get(perShard * s + 1).header().dataOffset();
+                nnz += arrays.get(perShard * s).rows();
+            }
+            storedValues = nnz;
+        }
+        this.zeros = MemorySegment.ofArray(new float[genes]);
     }
 
     /**
-     * Checks a shard folder completely: metadata, every shard's presence, shape and CRC32C, and every cell table's
-     * row count.
+     * Checks a shard folder completely: metadata, every file's presence, size and CRC32C, every array's type and
+     * shape, for CSR every row pointer and gene index, and every cell table's row count.
      *
      * @param folder the folder
      * @throws MemfitException naming the first problem: the file, what was expected and what was found
      */
     public static void validate(Path folder) {
         JsonNode metadata = metadata(folder);
-        long genes = metadata.path("vocabulary").size();
-        long total = 0;
         for (JsonNode shard : metadata.path("shards")) {
-            Path npy = folder.resolve(shard.path("file").asText());
-            NpyHeader header = checkShard(folder, shard, genes);
-            long crc = ShardWriter.checksum(npy);
-            if (crc != shard.path("crc32c").asLong()) {
-                throw new InvalidFileException(npy, header.dataOffset(), "CRC32C " + Long.toHexString(shard.path("crc32c").asLong())
-                        + " as " + ShardWriter.METADATA + " records", "CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
+            JsonNode listed = shard.path("files");
+            if (listed.isArray() && !listed.isEmpty()) {
+                for (JsonNode file : listed) {
+                    Path path = folder.resolve(file.path("file").asText());
+                    if (!Files.exists(path)) {
+                        throw new MemfitException(path + ": expected the shard listed in " + ShardWriter.METADATA
+                                + ", found no file");
+                    }
+                    long crc = ShardWriter.crc32c(path);
+                    long bytes = size(path);
+                    if (bytes != file.path("bytes").asLong() || crc != file.path("crc32c").asLong()) {
+                        throw new InvalidFileException(path, -1, file.path("bytes").asLong() + " bytes of CRC32C "
+                                + Long.toHexString(file.path("crc32c").asLong()) + " as " + ShardWriter.METADATA + " records",
+                                bytes + " bytes of CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
+                    }
+                }
+            } else {
+                // format version 1: one dense .npy per shard, the CRC32C of its data region
+                Path npy = folder.resolve(shard.path("file").asText());
+                NpyHeader header = checkArray(npy, DType.FLOAT32, shard.path("cells").asLong(), metadata.path("vocabulary").size());
+                long crc = ShardWriter.checksum(npy);
+                if (crc != shard.path("crc32c").asLong()) {
+                    throw new InvalidFileException(npy, header.dataOffset(), "CRC32C " + Long.toHexString(shard.path("crc32c").asLong())
+                            + " as " + ShardWriter.METADATA + " records", "CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
+                }
             }
             Path parquet = folder.resolve(shard.path("metadata").asText());
             long rows;
@@ -72,11 +164,29 @@ public final class ShardStore implements SampleSource {
             if (rows != shard.path("cells").asLong()) {
                 throw new InvalidFileException(parquet, -1, shard.path("cells").asLong() + " rows of cell metadata", rows + " rows");
             }
-            total += shard.path("cells").asLong();
         }
-        if (total != metadata.path("cells").asLong()) {
-            throw new InvalidFileException(folder.resolve(ShardWriter.METADATA), -1, metadata.path("cells").asLong()
-                    + " cells in the shards", total + " (shards missing from the list?)");
+        // types, shapes and row pointers as opening checks them; then every gene index
+        try (ShardStore store = open(folder)) {
+            if (store.layout == ShardLayout.SPARSE) {
+                for (int s = 0; s < store.sizes.length; s++) {
+                    MemorySegment shardIndices = store.indices[s];
+                    long n = shardIndices.byteSize() / Integer.BYTES;
+                    for (long k = 0; k < n; k++) {
+                        int gene = shardIndices.get(INT_LE, k * Integer.BYTES);
+                        if (Integer.compareUnsigned(gene, store.genes) >= 0) {
+                            throw store.badIndex(s, k, gene);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static long size(Path file) {
+        try {
+            return Files.size(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
         }
     }
 
@@ -95,25 +205,71 @@ public final class ShardStore implements SampleSource {
             throw new InvalidFileException(file, -1, "a complete shard set", "an interrupted conversion ("
                     + metadata.path("shards").size() + " shards done): run memfit shard again to resume");
         }
+        long total = 0;
+        for (JsonNode shard : metadata.path("shards")) {
+            total += shard.path("cells").asLong();
+        }
+        if (total != metadata.path("cells").asLong()) {
+            throw new InvalidFileException(file, -1, metadata.path("cells").asLong() + " cells in the shards",
+                    total + " (shards missing from the list?)");
+        }
         return metadata;
     }
 
-    private static NpyHeader checkShard(Path folder, JsonNode shard, long genes) {
-        Path npy = folder.resolve(shard.path("file").asText());
+    /** Checks that an array file exists and holds {@code rows} (x {@code columns} when 2-D) little-endian C-order values of a type. */
+    private static NpyHeader checkArray(Path npy, DType type, long rows, long columns) {
         if (!Files.exists(npy)) {
             throw new MemfitException(npy + ": expected the shard listed in " + ShardWriter.METADATA + ", found no file");
         }
         NpyHeader header = Npy.readHeader(npy);
-        long[] expected = {shard.path("cells").asLong(), genes};
-        if (!Arrays.equals(header.shape(), expected) || header.dtype() != DType.FLOAT32) {
-            throw new InvalidFileException(npy, -1, "f4 " + Arrays.toString(expected) + " as the metadata says",
-                    header.dtype().numpyCode() + " " + Arrays.toString(header.shape()));
+        long[] expected = columns < 0 ? new long[]{rows} : new long[]{rows, columns};
+        boolean littleEndian = header.byteOrder().equals(ByteOrder.LITTLE_ENDIAN);
+        if (!Arrays.equals(header.shape(), expected) || header.dtype() != type || !littleEndian
+                || (header.fortranOrder() && expected.length > 1)) {
+            throw new InvalidFileException(npy, -1, type.numpyCode() + " " + Arrays.toString(expected) + " as the metadata says",
+                    header.dtype().numpyCode() + " " + Arrays.toString(header.shape())
+                            + (littleEndian ? "" : " big-endian") + (header.fortranOrder() ? " Fortran order" : ""));
         }
         return header;
     }
 
+    /** Checks a CSR shard's row pointers: from 0, never decreasing, ending at the stored values. */
+    private static void checkPointers(NpyArray indptr, long nnz) {
+        MemorySegment data = indptr.data();
+        long n = indptr.rows();
+        long previous = data.get(LONG_LE, 0);
+        if (previous != 0) {
+            throw new InvalidFileException(indptr.path(), indptr.header().dataOffset(), "row pointers starting at 0",
+                    "indptr[0] = " + previous);
+        }
+        for (long i = 1; i < n; i++) {
+            long pointer = data.get(LONG_LE, i * Long.BYTES);
+            if (pointer < previous) {
+                throw new InvalidFileException(indptr.path(), indptr.header().dataOffset() + i * Long.BYTES,
+                        "row pointers that never decrease", "indptr[" + i + "] = " + pointer + " < indptr[" + (i - 1)
+                        + "] = " + previous);
+            }
+            previous = pointer;
+        }
+        if (previous != nnz) {
+            throw new InvalidFileException(indptr.path(), indptr.header().dataOffset() + (n - 1) * Long.BYTES,
+                    "the last row pointer at the " + nnz + " stored values of the shard", "indptr[" + (n - 1) + "] = " + previous);
+        }
+    }
+
+    private static Path roleFile(Path folder, JsonNode shard, String role) {
+        for (JsonNode file : shard.path("files")) {
+            if (role.equals(file.path("role").asText())) {
+                return folder.resolve(file.path("file").asText());
+            }
+        }
+        throw new InvalidFileException(folder.resolve(ShardWriter.METADATA), -1, "a " + role + " file listed for each "
+                + "sparse shard", "none for the shard of " + shard.path("metadata").asText());
+    }
+
     /**
-     * Opens a folder: checks metadata, presence and shapes (not checksums) and maps every shard.
+     * Opens a folder: checks metadata, presence, types and shapes (not checksums; see {@link #validate}) and maps
+     * every shard.
      *
      * @param folder the folder
      * @return the store, to be closed
@@ -121,35 +277,80 @@ public final class ShardStore implements SampleSource {
     public static ShardStore open(Path folder) {
         JsonNode metadata = metadata(folder);
         long genes = metadata.path("vocabulary").size();
-        List<NpySource> shards = new ArrayList<>();
+        ShardLayout layout = ShardLayout.of(metadata.path("layout").asText(ShardLayout.DENSE.key()));
+        List<NpyArray> arrays = new ArrayList<>();
         List<Path> files = new ArrayList<>();
-        List<Long> starts = new ArrayList<>();
-        long total = 0;
+        List<Long> sizes = new ArrayList<>();
         try {
             for (JsonNode shard : metadata.path("shards")) {
-                checkShard(folder, shard, genes);
-                starts.add(total);
-                files.add(folder.resolve(shard.path("file").asText()));
-                shards.add(NpySource.mapped(files.getLast()));
-                total += shard.path("cells").asLong();
+                long cells = shard.path("cells").asLong();
+                if (layout == ShardLayout.DENSE) {
+                    Path npy = folder.resolve(shard.path("file").asText());
+                    checkArray(npy, DType.FLOAT32, cells, genes);
+                    files.add(npy);
+                    arrays.add(Npy.map(npy));
+                } else {
+                    long nnz = shard.path("nnz").asLong(-1);
+                    Path data = roleFile(folder, shard, "data");
+                    Path index = roleFile(folder, shard, "indices");
+                    Path indptr = roleFile(folder, shard, "indptr");
+                    checkArray(data, DType.FLOAT32, nnz, -1);
+                    checkArray(index, DType.INT32, nnz, -1);
+                    checkArray(indptr, DType.INT64, cells + 1, -1);
+                    files.addAll(List.of(data, index, indptr));
+                    arrays.add(Npy.map(data));
+                    arrays.add(Npy.map(index));
+                    arrays.add(Npy.map(indptr));
+                    checkPointers(arrays.getLast(), nnz);
+                }
+                sizes.add(cells);
             }
         } catch (RuntimeException e) {
-            shards.forEach(NpySource::close);
+            arrays.forEach(NpyArray::close);
             throw e;
         }
         List<String> names = new ArrayList<>();
         metadata.path("vocabulary").forEach(name -> names.add(name.asText()));
-        return new ShardStore(folder, shards, List.copyOf(files), starts.stream().mapToLong(Long::longValue).toArray(),
-                total, new GeneVocabulary(names));
+        return new ShardStore(folder, layout, arrays, files, sizes.stream().mapToLong(Long::longValue).toArray(),
+                new GeneVocabulary(names));
     }
 
     /**
-     * The shard {@code .npy} files, in order.
+     * The files holding the cells' values, in shard order: one {@code .npy} per dense shard, the
+     * {@code .data.npy}, {@code .indices.npy} and {@code .indptr.npy} of each sparse shard.
      *
      * @return the files
      */
     public List<Path> shardFiles() {
-        return shardFiles;
+        return files;
+    }
+
+    /**
+     * How the shards store their cells.
+     *
+     * @return dense or sparse (CSR)
+     */
+    public ShardLayout layout() {
+        return layout;
+    }
+
+    /**
+     * The values stored: the non-zero values of sparse shards, every cell x gene of dense ones.
+     *
+     * @return the stored values
+     */
+    public long storedValues() {
+        return storedValues;
+    }
+
+    /**
+     * The bytes of {@link #shardFiles()} on disk: what mapping the store addresses and the page cache holds when
+     * warm (for sparse shards, about the size of the source's sparse X, not {@link #totalBytes()}).
+     *
+     * @return bytes
+     */
+    public long storedBytes() {
+        return storedBytes;
     }
 
     /**
@@ -167,7 +368,7 @@ public final class ShardStore implements SampleSource {
      * @return sizes
      */
     public long[] shardSizes() {
-        return shards.stream().mapToLong(NpySource::size).toArray();
+        return sizes.clone();
     }
 
     @Override
@@ -177,7 +378,7 @@ public final class ShardStore implements SampleSource {
 
     @Override
     public Shape sampleShape() {
-        return new Shape(vocabulary.genes().size());
+        return new Shape(genes);
     }
 
     @Override
@@ -186,19 +387,48 @@ public final class ShardStore implements SampleSource {
     }
 
     @Override
-    public void readBatch(long[] indices, MemorySegment into) {
-        long rowBytes = sampleBytes();
-        for (int i = 0; i < indices.length; i++) {
-            int shard = shardOf(indices[i]);
-            // straight from the shard's mapping: one copy per row, no slice or view per row
-            shards.get(shard).array().copyRows(indices[i] - starts[shard], 1, into, i * rowBytes);
+    public void readBatch(long[] cellIndices, MemorySegment into) {
+        long rowBytes = (long) genes * Float.BYTES;
+        for (int i = 0; i < cellIndices.length; i++) {
+            readRow(cellIndices[i], into, i * rowBytes);
         }
     }
 
     @Override
     public void read(long index, MemorySegment into) {
+        readRow(index, into, 0);
+    }
+
+    /** One cell, dense float32, at {@code offset} in {@code into}: straight from the shard's mappings. */
+    private void readRow(long index, MemorySegment into, long offset) {
         int shard = shardOf(index);
-        shards.get(shard).read(index - starts[shard], into);
+        long row = index - starts[shard];
+        long rowBytes = (long) genes * Float.BYTES;
+        if (rows != null) {
+            // one copy per row, no slice or view per row
+            MemorySegment.copy(rows[shard], row * rowBytes, into, offset, rowBytes);
+            return;
+        }
+        MemorySegment shardPointers = pointers[shard];
+        long start = shardPointers.get(LONG_LE, row * Long.BYTES);
+        long end = shardPointers.get(LONG_LE, (row + 1) * Long.BYTES);
+        MemorySegment shardValues = values[shard];
+        MemorySegment shardIndices = indices[shard];
+        MemorySegment.copy(zeros, 0, into, offset, rowBytes);
+        for (long k = start; k < end; k++) {
+            int gene = shardIndices.get(INT_LE, k * Integer.BYTES);
+            // unsigned: a negative index is out of range too; a bad index must not land in the next cell's row
+            if (Integer.compareUnsigned(gene, genes) >= 0) {
+                throw badIndex(shard, k, gene);
+            }
+            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, offset + (long) gene * Float.BYTES,
+                    shardValues.get(FLOAT_LE, k * Float.BYTES));
+        }
+    }
+
+    private InvalidFileException badIndex(int shard, long k, int gene) {
+        return new InvalidFileException(indexFiles[shard], indexOffsets[shard] + k * Integer.BYTES,
+                "gene indices in [0, " + genes + ") (the vocabulary)", "index " + gene + " at stored value " + k);
     }
 
     private int shardOf(long index) {
@@ -206,16 +436,23 @@ public final class ShardStore implements SampleSource {
             throw new IndexOutOfBoundsException("cell " + index + " outside [0, " + cells + ") of " + folder);
         }
         int shard = Arrays.binarySearch(starts, index);
-        return shard >= 0 ? shard : -shard - 2;
+        if (shard >= 0) {
+            // an empty shard shares its start with the next one: the cell is in the last shard starting there
+            while (shard + 1 < starts.length && starts[shard + 1] == index) {
+                shard++;
+            }
+            return shard;
+        }
+        return -shard - 2;
     }
 
     @Override
     public String describe() {
-        return shards.size() + " shards in " + folder.getFileName();
+        return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards in " : " shards in ") + folder.getFileName();
     }
 
     @Override
     public void close() {
-        shards.forEach(NpySource::close);
+        arrays.forEach(NpyArray::close);
     }
 }

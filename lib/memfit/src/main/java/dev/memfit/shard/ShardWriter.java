@@ -24,20 +24,29 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.zip.CRC32C;
 
 /**
- * Converts an {@code .h5ad} into a folder of shards, out of core: {@code shard_NNNNNN.npy} (cells x vocabulary
- * genes, float32), {@code shard_NNNNNN.parquet} (the cells' {@code obs} columns) and {@code shard_metadata.json}
- * (vocabulary, cells and CRC32C per shard, and whether the set is complete).
+ * Converts an {@code .h5ad} into a folder of shards, out of core: per shard, the cells x vocabulary genes as CSR
+ * ({@code shard_NNNNNN.data.npy}, {@code .indices.npy}, {@code .indptr.npy}: see {@link ShardLayout#SPARSE}, the
+ * default for a sparse X) or dense ({@code shard_NNNNNN.npy}, float32), plus {@code shard_NNNNNN.parquet} (the
+ * cells' {@code obs} columns); and {@code shard_metadata.json} (layout, vocabulary, cells, and every file of every
+ * shard with its size and CRC32C, and whether the set is complete).
  *
  * <p>Memory is bounded by one chunk of rows, not by the file. Each shard is written under a temporary name and
  * renamed; the metadata is rewritten after each shard, so an interrupted run resumes after the last complete shard
- * (checked by checksum) and never leaves a shard that reads as valid half-written.
+ * (all its files present, checked by checksum) and never leaves a shard that reads as valid half-written.
  */
 public final class ShardWriter {
 
@@ -45,6 +54,8 @@ public final class ShardWriter {
     public static final String METADATA = "shard_metadata.json";
     static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final long CHUNK_BYTES = 32L << 20;
+    /** 2: a layout and every file of a shard with its size and CRC32C; 1 (read, not written): dense only. */
+    static final int FORMAT_VERSION = 2;
 
     private ShardWriter() {
     }
@@ -56,8 +67,9 @@ public final class ShardWriter {
      * @param written shards written by this call (the rest were already complete)
      * @param cells cells in all shards
      * @param genes vocabulary size
+     * @param layout how the shards store their cells
      */
-    public record Result(int shards, int written, long cells, int genes) {
+    public record Result(int shards, int written, long cells, int genes, ShardLayout layout) {
     }
 
     /**
@@ -81,6 +93,7 @@ public final class ShardWriter {
         private Path input;
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
+        private ShardLayout layout;
         private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
@@ -121,6 +134,18 @@ public final class ShardWriter {
         }
 
         /**
+         * Sets how the shards store their cells (default: {@link ShardLayout#SPARSE} for a CSR X, about the size of
+         * the source on disk; {@link ShardLayout#DENSE} for a dense X).
+         *
+         * @param shardLayout the layout, or null for the default
+         * @return this builder
+         */
+        public Builder optLayout(ShardLayout shardLayout) {
+            this.layout = shardLayout;
+            return this;
+        }
+
+        /**
          * Sets where progress goes (default {@link ProgressListener#console()}), in cells.
          *
          * @param listener the listener, such as {@link ProgressListener#silent()}
@@ -153,13 +178,16 @@ public final class ShardWriter {
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
-            return ShardWriter.write(input, outputDir, shardSize, vocabulary, progress);
+            return ShardWriter.write(input, outputDir, shardSize, vocabulary, layout, progress);
         }
     }
 
     private static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary,
-                                ProgressListener listener) {
+                                ShardLayout requested, ProgressListener listener) {
         try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+            // sparse X stays sparse; dense X stays dense (it was stored dense, so it is not known to be sparse, and
+            // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
+            ShardLayout layout = requested != null ? requested : h5ad.sparse() ? ShardLayout.SPARSE : ShardLayout.DENSE;
             GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
             int[] positions = genes.positionsOf(h5ad.index("var"));
             long cells = h5ad.observations();
@@ -172,41 +200,45 @@ public final class ShardWriter {
             Map<String, Object> obs = h5ad.columns("obs");
             String[] barcodes = h5ad.index("obs");
             Files.createDirectories(outputDir);
-            ObjectNode metadata = resumable(outputDir, input, shardSize, genes, cells);
+            ObjectNode metadata = resumable(outputDir, input, shardSize, genes, cells, layout);
             ArrayNode done = (ArrayNode) metadata.get("shards");
+            if (done.size() < shards) {
+                // from here on the folder is being rewritten: it must not read as complete if this run stops
+                metadata.put("complete", false);
+                writeAtomically(outputDir.resolve(METADATA), metadata);
+            }
             int written = 0;
-            long vocabularySize = genes.genes().size();
-            long inputGenes = h5ad.variables();
-            int chunk = (int) Math.max(1, CHUNK_BYTES / (Math.max(inputGenes, vocabularySize) * Float.BYTES));
             if (done.size() < shards) {
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's
             }
             try (Arena arena = Arena.ofConfined();
                  ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
-                MemorySegment rows = arena.allocate((long) chunk * inputGenes * Float.BYTES);
-                MemorySegment projected = arena.allocate((long) chunk * vocabularySize * Float.BYTES);
+                Buffers buffers = new Buffers(arena, h5ad, genes.genes().size(), layout);
                 progress.step(Math.min(cells, done.size() * shardSize));
                 for (int s = done.size(); s < shards; s++) {
                     long first = s * shardSize;
                     long count = Math.min(shardSize, cells - first);
                     String name = String.format("shard_%06d", s);
-                    Path npy = outputDir.resolve(name + ".npy");
-                    try (NpyWriter writer = Npy.create(npy, NpyHeader.of(DType.FLOAT32, count, vocabularySize))) {
-                        for (long row = 0; row < count; row += chunk) {
-                            int n = (int) Math.min(chunk, count - row);
-                            h5ad.readRows(first + row, n, rows);
-                            genes.project(rows, n, positions, projected);
-                            writer.writeRows(row, projected.asSlice(0, n * vocabularySize * Float.BYTES));
-                            progress.step(n);
-                        }
-                        writer.commit();
-                    }
-                    writeParquet(outputDir.resolve(name + ".parquet"), barcodes, obs, first, count);
                     ObjectNode entry = JSON.createObjectNode();
-                    entry.put("file", name + ".npy");
-                    entry.put("metadata", name + ".parquet");
+                    ArrayNode files = JSON.createArrayNode();
+                    if (layout == ShardLayout.DENSE) {
+                        Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
+                                buffers, progress);
+                        entry.put("file", npy.getFileName().toString());
+                        files.add(fileEntry("x", npy));
+                    } else {
+                        long nnz = writeSparse(outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
+                        entry.put("nnz", nnz);
+                        for (String role : SPARSE_ROLES) {
+                            files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
+                        }
+                    }
+                    Path parquet = outputDir.resolve(name + ".parquet");
+                    writeParquet(parquet, barcodes, obs, first, count);
+                    files.add(fileEntry("metadata", parquet));
+                    entry.put("metadata", parquet.getFileName().toString());
                     entry.put("cells", count);
-                    entry.put("crc32c", checksum(npy));
+                    entry.set("files", files);
                     done.add(entry);
                     metadata.put("complete", s == shards - 1);
                     writeAtomically(outputDir.resolve(METADATA), metadata);
@@ -215,29 +247,254 @@ public final class ShardWriter {
                 metadata.put("complete", true);
                 writeAtomically(outputDir.resolve(METADATA), metadata);
             }
-            return new Result(shards, written, cells, genes.genes().size());
+            return new Result(shards, written, cells, genes.genes().size(), layout);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write shards to " + outputDir, e);
         }
     }
 
+    /** The files of a sparse shard, {@code shard_NNNNNN.<role>.npy}, in the order they are listed. */
+    static final List<String> SPARSE_ROLES = List.of("data", "indices", "indptr");
+
+    /** The conversion's working memory, allocated once: one chunk of input rows and what it becomes. */
+    private static final class Buffers {
+        final long inputGenes;
+        final long vocabularySize;
+        final int denseRows;
+        final MemorySegment rows;
+        final MemorySegment projected;
+        final long sparseValues;
+        final MemorySegment values;
+        final MemorySegment columns;
+        final long[] rowStarts;
+        final long[] row;
+
+        Buffers(Arena arena, H5ad h5ad, long vocabularySize, ShardLayout layout) {
+            this.inputGenes = h5ad.variables();
+            this.vocabularySize = vocabularySize;
+            this.denseRows = (int) Math.max(1, CHUNK_BYTES / (Math.max(1, Math.max(inputGenes, vocabularySize)) * Float.BYTES));
+            if (h5ad.sparse() && layout == ShardLayout.SPARSE) {
+                // stored values of a chunk of CSR rows: a whole row always fits
+                this.sparseValues = Math.max(CHUNK_BYTES / (2 * Float.BYTES), inputGenes);
+                this.values = arena.allocate(sparseValues * Float.BYTES);
+                this.columns = arena.allocate(sparseValues * Integer.BYTES);
+                this.rowStarts = new long[(int) Math.min(sparseValues, 1 << 16) + 1];
+                this.rows = null;
+                this.projected = null;
+            } else {
+                this.sparseValues = 0;
+                this.values = null;
+                this.columns = null;
+                this.rowStarts = null;
+                this.rows = arena.allocate((long) denseRows * inputGenes * Float.BYTES);
+                this.projected = arena.allocate((long) denseRows * vocabularySize * Float.BYTES);
+            }
+            // one row's (gene, value) pairs, for sorting a row whose genes the vocabulary reorders
+            this.row = new long[Math.toIntExact(Math.max(inputGenes, vocabularySize))];
+        }
+    }
+
+    private static Path writeDense(Path npy, H5ad h5ad, GeneVocabulary genes, int[] positions, long first, long count,
+                                   Buffers buffers, ProgressListener.Task progress) {
+        long vocabularySize = buffers.vocabularySize;
+        MemorySegment rows = buffers.rows;
+        MemorySegment projected = buffers.projected;
+        int chunk = buffers.denseRows;
+        try (NpyWriter writer = Npy.create(npy, NpyHeader.of(DType.FLOAT32, count, vocabularySize))) {
+            for (long row = 0; row < count; row += chunk) {
+                int n = (int) Math.min(chunk, count - row);
+                h5ad.readRows(first + row, n, rows);
+                genes.project(rows, n, positions, projected);
+                writer.writeRows(row, projected.asSlice(0, n * vocabularySize * Float.BYTES));
+                progress.step(n);
+            }
+            return writer.commit();
+        }
+    }
+    private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * Writes one CSR shard: each stored value of the input goes once into the mapped {@code .data.npy} and
+     * {@code .indices.npy}, its gene mapped through the vocabulary (genes outside it dropped). The files are created
+     * for the most values the shard can hold (the input's stored values, or every cell x gene of a dense input),
+     * extended sparsely so the unused end costs no disk, and cut to the values kept before they are committed.
+     */
+    private static long writeSparse(Path outputDir, String name, H5ad h5ad, GeneVocabulary genes, int[] positions,
+                                    long first, long count, Buffers buffers, ProgressListener.Task progress) {
+        long capacity = h5ad.sparse() ? h5ad.storedValues(first, count) : Math.multiplyExact(count, buffers.vocabularySize);
+        try (NpyWriter data = Npy.create(outputDir.resolve(name + ".data.npy"), NpyHeader.of(DType.FLOAT32, capacity));
+             NpyWriter indices = Npy.create(outputDir.resolve(name + ".indices.npy"), NpyHeader.of(DType.INT32, capacity));
+             NpyWriter indptr = Npy.create(outputDir.resolve(name + ".indptr.npy"), NpyHeader.of(DType.INT64, count + 1))) {
+            MemorySegment values = data.data();
+            MemorySegment columns = indices.data();
+            MemorySegment pointers = indptr.data();
+            long[] row = buffers.row;
+            long nnz = 0;
+            pointers.set(LONG_LE, 0, 0L);
+            if (h5ad.sparse()) {
+                MemorySegment inValues = buffers.values;
+                MemorySegment inColumns = buffers.columns;
+                long[] rowStarts = buffers.rowStarts;
+                for (long done = 0; done < count; ) {
+                    int n = (int) Math.min(count - done, rowStarts.length - 1);
+                    while (n > 1 && h5ad.storedValues(first + done, n) > buffers.sparseValues) {
+                        n = n / 2;
+                    }
+                    h5ad.readCsr(first + done, n, inValues, inColumns, rowStarts);
+                    for (int r = 0; r < n; r++) {
+                        long rowStart = nnz;
+                        int last = -1;
+                        boolean sorted = true;
+                        for (long k = rowStarts[r]; k < rowStarts[r + 1]; k++) {
+                            int position = positions[inColumns.getAtIndex(ValueLayout.JAVA_INT, k)];
+                            if (position >= 0) {
+                                values.set(FLOAT_LE, nnz * Float.BYTES, inValues.getAtIndex(ValueLayout.JAVA_FLOAT, k));
+                                columns.set(INT_LE, nnz * Integer.BYTES, position);
+                                sorted &= position > last;
+                                last = position;
+                                nnz++;
+                            }
+                        }
+                        if (!sorted) {
+                            row = sortRow(values, columns, rowStart, nnz, row);
+                        }
+                        pointers.set(LONG_LE, (done + r + 1) * Long.BYTES, nnz);
+                    }
+                    progress.step(n);
+                    done += n;
+                }
+            } else {
+                // dense input: keep the non-zero values of the projected rows, already in gene order
+                long size = buffers.vocabularySize;
+                for (long done = 0; done < count; done += buffers.denseRows) {
+                    int n = (int) Math.min(buffers.denseRows, count - done);
+                    h5ad.readRows(first + done, n, buffers.rows);
+                    genes.project(buffers.rows, n, positions, buffers.projected);
+                    for (int r = 0; r < n; r++) {
+                        for (int g = 0; g < size; g++) {
+                            float value = buffers.projected.getAtIndex(ValueLayout.JAVA_FLOAT, r * size + g);
+                            if (value != 0) {
+                                values.set(FLOAT_LE, nnz * Float.BYTES, value);
+                                columns.set(INT_LE, nnz * Integer.BYTES, g);
+                                nnz++;
+                            }
+                        }
+                        pointers.set(LONG_LE, (done + r + 1) * Long.BYTES, nnz);
+                    }
+                    progress.step(n);
+                }
+            }
+            data.truncate(nnz);
+            indices.truncate(nnz);
+            data.commit();
+            indices.commit();
+            indptr.commit();
+            return nnz;
+        }
+    }
+
+    /**
+     * Sorts the values {@code [from, to)} of one row by gene (a vocabulary that reorders genes, or a file with
+     * unsorted indices), through {@code scratch}: each (gene, value) packed in one long, gene in the high half.
+     */
+    private static long[] sortRow(MemorySegment values, MemorySegment columns, long from, long to, long[] scratch) {
+        int n = Math.toIntExact(to - from);
+        long[] pairs = scratch.length >= n ? scratch : new long[n];
+        for (int i = 0; i < n; i++) {
+            long at = from + i;
+            pairs[i] = ((long) columns.get(INT_LE, at * Integer.BYTES) << 32)
+                    | (Float.floatToRawIntBits(values.get(FLOAT_LE, at * Float.BYTES)) & 0xFFFF_FFFFL);
+        }
+        Arrays.sort(pairs, 0, n);
+        for (int i = 0; i < n; i++) {
+            long at = from + i;
+            columns.set(INT_LE, at * Integer.BYTES, (int) (pairs[i] >>> 32));
+            values.set(FLOAT_LE, at * Float.BYTES, Float.intBitsToFloat((int) pairs[i]));
+        }
+        return pairs;
+    }
+
+    /** One file of a shard as the metadata lists it: its role, name, size and CRC32C of all its bytes. */
+    private static ObjectNode fileEntry(String role, Path file) throws IOException {
+        ObjectNode entry = JSON.createObjectNode();
+        entry.put("role", role);
+        entry.put("file", file.getFileName().toString());
+        entry.put("bytes", Files.size(file));
+        entry.put("crc32c", crc32c(file));
+        return entry;
+    }
+
+    /**
+     * Whether every file a shard entry lists is there with its recorded size and CRC32C.
+     *
+     * @param folder the shard folder
+     * @param shard the entry
+     * @return true when all match (an entry listing no files never does)
+     */
+    static boolean filesMatch(Path folder, JsonNode shard) {
+        JsonNode files = shard.path("files");
+        if (!files.isArray() || files.isEmpty()) {
+            return false;
+        }
+        for (JsonNode file : files) {
+            Path path = folder.resolve(file.path("file").asText());
+            try {
+                if (!Files.isRegularFile(path) || Files.size(path) != file.path("bytes").asLong(-1)
+                        || crc32c(path) != file.path("crc32c").asLong(-1)) {
+                    return false;
+                }
+            } catch (IOException e) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The CRC32C of all of a file's bytes, read in blocks of 1 MiB.
+     *
+     * @param file the file
+     * @return the checksum
+     */
+    static long crc32c(Path file) {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            CRC32C crc = new CRC32C();
+            ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
+            long position = 0;
+            int n;
+            while ((n = channel.read(buffer, position)) > 0) {
+                position += n;
+                buffer.flip();
+                crc.update(buffer);
+                buffer.clear();
+            }
+            return crc.getValue();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
+    }
+
     /** The metadata to continue from: the existing one when it describes the same conversion, else a fresh one. */
-    private static ObjectNode resumable(Path outputDir, Path input, long shardSize, GeneVocabulary genes, long cells) {
+    private static ObjectNode resumable(Path outputDir, Path input, long shardSize, GeneVocabulary genes, long cells,
+                                        ShardLayout layout) {
         Path file = outputDir.resolve(METADATA);
         if (Files.exists(file)) {
             try {
                 JsonNode existing = JSON.readTree(file.toFile());
-                boolean same = existing.path("source").asText().equals(input.toAbsolutePath().toString())
+                boolean same = existing.path("format_version").asInt() == FORMAT_VERSION
+                        && existing.path("layout").asText().equals(layout.key())
+                        && existing.path("source").asText().equals(input.toAbsolutePath().toString())
                         && existing.path("source_bytes").asLong(-1) == Files.size(input)
                         && existing.path("source_modified").asText().equals(Files.getLastModifiedTime(input).toString())
                         && existing.path("shard_size").asLong() == shardSize && existing.path("cells").asLong() == cells
                         && JSON.convertValue(existing.path("vocabulary"), java.util.List.class).equals(genes.genes());
                 if (same && existing instanceof ObjectNode object) {
                     ArrayNode kept = JSON.createArrayNode();
+                    // a shard counts as done only when all its files are there and match their checksums
                     for (JsonNode shard : existing.path("shards")) {
-                        Path npy = outputDir.resolve(shard.path("file").asText());
-                        if (Files.exists(npy) && Files.exists(outputDir.resolve(shard.path("metadata").asText()))
-                                && checksum(npy) == shard.path("crc32c").asLong()) {
+                        if (filesMatch(outputDir, shard)) {
                             kept.add(shard);
                         } else {
                             break;
@@ -251,7 +508,8 @@ public final class ShardWriter {
             }
         }
         ObjectNode metadata = JSON.createObjectNode();
-        metadata.put("format_version", 1);
+        metadata.put("format_version", FORMAT_VERSION);
+        metadata.put("layout", layout.key());
         metadata.put("source", input.toAbsolutePath().toString());
         try {
             // a source rewritten since (same name, new contents) must not resume onto the old shards
@@ -306,6 +564,7 @@ public final class ShardWriter {
         AtomicMove.replace(temporary, target);
     }
 
+    /** The CRC32C of a {@code .npy}'s data region, as format version 1 of the metadata records it. */
     static long checksum(Path npy) {
         try (NpyArray array = Npy.map(npy)) {
             CRC32C crc = new CRC32C();

@@ -62,6 +62,7 @@ class CscConversionTest {
         try (ShardStore csc = ShardStore.open(dir.resolve("csc-shards")); ShardStore csr = ShardStore.open(dir.resolve("csr-shards"));
              Arena arena = Arena.ofConfined()) {
             assertEquals(257, csc.size());
+            assertEquals(dev.memfit.shard.ShardLayout.SPARSE, csc.layout(), "a CSC X shards to CSR, through its transpose");
             assertEquals(csr.vocabulary().genes(), csc.vocabulary().genes());
             assertEquals(-1, all(csc, arena).mismatch(all(csr, arena)));
         }

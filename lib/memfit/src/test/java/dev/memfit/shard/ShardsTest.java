@@ -95,7 +95,7 @@ class ShardsTest {
         try (H5ad h5ad = H5ad.open(input)) {
             top = GeneVocabulary.topByTotalCounts(h5ad, 7);
         }
-        ShardWriter.builder().setInput(input).optShardSize(64).optVocabulary(top).write(out);
+        ShardWriter.builder().setInput(input).optShardSize(64).optVocabulary(top).optLayout(ShardLayout.DENSE).write(out);
         assertStoreMatchesInput(out, top);
         assertEquals(List.of(64L, 7L), List.of(Npy.readHeader(out.resolve("shard_000000.npy")).shape()[0],
                 Npy.readHeader(out.resolve("shard_000000.npy")).shape()[1]));
@@ -104,7 +104,7 @@ class ShardsTest {
     @Test
     void anInterruptedConversionResumes() throws IOException {
         Path out = dir.resolve("resume");
-        ShardWriter.builder().setInput(input).optShardSize(40).write(out);
+        ShardWriter.builder().setInput(input).optShardSize(40).optLayout(ShardLayout.DENSE).write(out);
         // As if the run had stopped after the first shard: metadata lists one shard, the others never got renamed.
         ObjectNode metadata = (ObjectNode) ShardWriter.JSON.readTree(out.resolve(ShardWriter.METADATA).toFile());
         ((com.fasterxml.jackson.databind.node.ArrayNode) metadata.get("shards")).remove(2);
@@ -115,7 +115,7 @@ class ShardsTest {
         Files.delete(out.resolve("shard_000002.npy"));
         InvalidFileException incomplete = assertThrows(InvalidFileException.class, () -> ShardStore.open(out));
         assertTrue(incomplete.getMessage().contains("run memfit shard again to resume"), incomplete.getMessage());
-        assertEquals(2, ShardWriter.builder().setInput(input).optShardSize(40).write(out).written());
+        assertEquals(2, ShardWriter.builder().setInput(input).optShardSize(40).optLayout(ShardLayout.DENSE).write(out).written());
         ShardStore.validate(out);
     }
 
@@ -143,7 +143,7 @@ class ShardsTest {
     @Test
     void validationNamesWhatIsWrong() throws IOException {
         Path out = dir.resolve("broken");
-        ShardWriter.builder().setInput(input).optShardSize(50).write(out);
+        ShardWriter.builder().setInput(input).optShardSize(50).optLayout(ShardLayout.DENSE).write(out);
         try (RandomAccessFile file = new RandomAccessFile(out.resolve("shard_000001.npy").toFile(), "rw")) {
             file.seek(file.length() - 10);
             file.write(0x7f);

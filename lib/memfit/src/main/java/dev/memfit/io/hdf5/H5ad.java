@@ -505,6 +505,90 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
+     * The number of values stored for a range of rows of a sparse X (a CSC X's after its transpose): what
+     * {@link #readCsr} writes for it.
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @return the stored (non-zero) values of those rows
+     * @throws MemfitException when X is dense
+     */
+    public long storedValues(long first, long count) {
+        requireSparse();
+        if (first < 0 || count < 0 || first + count > observations) {
+            throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") outside [0, " + observations + ") of " + file);
+        }
+        long[] pointers = rowPointers();
+        return pointers[Math.toIntExact(first + count)] - pointers[Math.toIntExact(first)];
+    }
+
+    /** The CSR row pointers: the file's, or those of a CSC X's transpose (made here if not yet). */
+    private long[] rowPointers() {
+        CscTranspose.Rows transposed = rows();
+        return transposed == null ? indptr : transposed.rowPointers();
+    }
+
+    /**
+     * Reads a range of rows of a sparse X as stored (a CSC X from its transpose to CSR): values as float32, column
+     * indices as int32 and row starts, in the platform's byte order, without densifying (sharding to CSR copies each
+     * stored value once). Column indices are
+     * checked against {@code n_vars}; their order within a row is the file's.
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param values at least {@code storedValues(first, count) * 4} bytes; overwritten
+     * @param columns at least {@code storedValues(first, count) * 4} bytes; overwritten
+     * @param rowStarts at least {@code count + 1} entries: row {@code r}'s values are at
+     *                  {@code [rowStarts[r], rowStarts[r + 1])}, from {@code rowStarts[0] = 0}
+     * @return the number of values read
+     * @throws MemfitException when X is dense or has more than 2^31 - 1 genes
+     */
+    public long readCsr(long first, int count, MemorySegment values, MemorySegment columns, long[] rowStarts) {
+        long n = storedValues(first, count);
+        if (variables > Integer.MAX_VALUE) {
+            throw new MemfitException(file + ": " + variables + " genes do not fit int32 column indices");
+        }
+        CscTranspose.Rows transposed = rows();
+        long[] indptr = transposed == null ? this.indptr : transposed.rowPointers();
+        long start = indptr[Math.toIntExact(first)];
+        for (int r = 0; r <= count; r++) {
+            rowStarts[r] = indptr[Math.toIntExact(first + r)] - start;
+        }
+        if (n == 0) {
+            return 0;
+        }
+        Window stored = transposed != null ? new Window(transposed.values(), 0, ValueLayout.JAVA_FLOAT, null, null)
+                : data.window(start, Math.toIntExact(n), DType.FLOAT32);
+        Window indexes = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
+                : indices.window(start, Math.toIntExact(n), indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
+        MemorySegment valueBytes = stored.values();
+        MemorySegment columnBytes = indexes.values();
+        ValueLayout.OfFloat valueLayout = stored.floatLayout();
+        ValueLayout.OfInt narrow = indexes.intLayout();
+        ValueLayout.OfLong wide = indexes.longLayout();
+        long valueFirst = stored.first();
+        long columnFirst = indexes.first();
+        for (long i = 0; i < n; i++) {
+            long at = start + i;
+            long column = wide != null ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
+                    : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
+            if (column < 0 || column >= variables) {
+                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
+                        + variables + ") (n_vars)", "index " + column + " at stored value " + at);
+            }
+            columns.setAtIndex(ValueLayout.JAVA_INT, i, (int) column);
+            values.setAtIndex(ValueLayout.JAVA_FLOAT, i, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
+        }
+        return n;
+    }
+
+    private void requireSparse() {
+        if (!sparse()) {
+            throw new MemfitException(file + ": X is stored dense, not CSR or CSC; read it with readRows");
+        }
+    }
+
+    /**
      * Stored values of one dataset, element {@code i} of the dataset at index {@code i - first} of {@code values}:
      * the whole mapping ({@code first} 0) when the file stores them as wanted (no copy, no garbage per chunk), else a
      * heap copy of the run asked for, read through jhdf and converted. One layout is set, the others are null.

@@ -13,7 +13,7 @@ import java.nio.file.Path;
  */
 public final class NpyWriter implements AutoCloseable {
 
-    private final NpyHeader header;
+    private NpyHeader header;
     private final MappedFileWriter file;
     private final NpyArray view;
 
@@ -98,6 +98,32 @@ public final class NpyWriter implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * Shrinks a one-dimensional array to its first {@code length} elements, for output whose length is known only
+     * at the end (the non-zero values of a sparse matrix): the header is rewritten with the new shape, and the file
+     * cut at {@link #commit()}. Create the writer with the largest length the output can have.
+     *
+     * @param length at most the length the writer was created with
+     */
+    public void truncate(long length) {
+        long[] shape = header.shape();
+        if (shape.length != 1 || length < 0 || length > shape[0]) {
+            throw new IllegalArgumentException(target() + ": only a one-dimensional array can be shrunk, to at most "
+                    + "its length; shape " + java.util.Arrays.toString(shape) + ", asked for " + length);
+        }
+        NpyHeader shorter = new NpyHeader(header.dtype(), header.byteOrder(), header.fortranOrder(), new long[]{length},
+                header.majorVersion(), header.dataOffset());
+        byte[] encoded = shorter.encode();
+        // fewer digits in the shape never cross the 64-byte padding of a one-dimensional header
+        if (encoded.length != header.dataOffset()) {
+            throw new IllegalStateException(target() + ": the header for length " + length + " has " + encoded.length
+                    + " bytes, not " + header.dataOffset());
+        }
+        file.rewriteHeader(encoded);
+        file.truncateData(length * header.dtype().byteSize());
+        header = shorter;
     }
 
     /**

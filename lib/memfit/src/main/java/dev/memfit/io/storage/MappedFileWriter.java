@@ -28,11 +28,14 @@ public final class MappedFileWriter implements AutoCloseable {
     private final FileChannel channel;
     private final MemorySegment data;
     private final NativeMemory.Reservation reservation;
+    private final long headerBytes;
+    private long keptDataBytes = -1;
     private boolean committed;
     private boolean closed;
 
     private MappedFileWriter(Path target, Path temporary, Arena arena, FileChannel channel, MemorySegment data,
-                             NativeMemory.Reservation reservation) {
+                             NativeMemory.Reservation reservation, long headerBytes) {
+        this.headerBytes = headerBytes;
         this.target = target;
         this.temporary = temporary;
         this.arena = arena;
@@ -68,7 +71,8 @@ public final class MappedFileWriter implements AutoCloseable {
             }
             MemorySegment data = dataBytes == 0 ? MemorySegment.NULL
                     : channel.map(FileChannel.MapMode.READ_WRITE, header.length, dataBytes, arena);
-            return new MappedFileWriter(target, temporary, arena, channel, data, NativeMemory.MAPPED.reserve(dataBytes));
+            return new MappedFileWriter(target, temporary, arena, channel, data, NativeMemory.MAPPED.reserve(dataBytes),
+                    header.length);
         } catch (IOException e) {
             arena.close();
             closeQuietly(channel);
@@ -109,6 +113,21 @@ public final class MappedFileWriter implements AutoCloseable {
     }
 
     /**
+     * Keeps only the first bytes of the data region: the file is cut to the header plus {@code bytes} at
+     * {@link #commit()}, for output whose final size is known only at the end (the rest of the region, never
+     * written, costs no disk: the file was extended sparsely).
+     *
+     * @param bytes at most the data region's size
+     */
+    public void truncateData(long bytes) {
+        if (bytes < 0 || bytes > data.byteSize()) {
+            throw new IllegalArgumentException(target + ": cannot keep " + bytes + " bytes of a " + data.byteSize()
+                    + "-byte data region");
+        }
+        keptDataBytes = bytes;
+    }
+
+    /**
      * Flushes the data and atomically moves the file to its final name.
      *
      * @return the final path
@@ -123,6 +142,10 @@ public final class MappedFileWriter implements AutoCloseable {
             }
             arena.close();
             reservation.close();
+            if (keptDataBytes >= 0) {
+                // after unmapping: a mapped page past the new end would fault if touched
+                channel.truncate(headerBytes + keptDataBytes);
+            }
             channel.force(true);
             channel.close();
             // Temporary files are created private (rw-------); a finished data file is readable like any other.
