@@ -162,8 +162,8 @@ final class BenchCommand implements Runnable {
         private int genes;
         @Option(names = "--chunk", defaultValue = "10000", description = "cells per streamed chunk (default ${DEFAULT-VALUE})")
         private int chunk;
-        @Option(names = "--batch", defaultValue = "256", description = "cells per random batch (default ${DEFAULT-VALUE})")
-        private int batch;
+        @Option(names = "--batch", defaultValue = "256,4096", split = ",", description = "cells per batch, each size measured in turn (default ${DEFAULT-VALUE}; annbatch publishes figures at 4096)")
+        private List<Integer> batches;
         @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
         private long shardSize;
         @Option(names = "--random-batches", defaultValue = "100", description = "random batches read from the .h5ad (default ${DEFAULT-VALUE})")
@@ -191,23 +191,48 @@ final class BenchCommand implements Runnable {
             }
             Path target = file != null ? file : Path.of("build", "bench", "atlas-" + cells + "x" + genes + ".h5ad");
             java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
-            List<H5adBenchmark.Row> rows = H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,
-                    batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines));
+            List<H5adBenchmark.Row> all = new java.util.ArrayList<>();
+            List<Integer> batchOfRow = new java.util.ArrayList<>();
+            for (int batch : batches) {
+                if (batch < 1) {
+                    throw new dev.memfit.MemfitException("--batch: expected cells per batch >= 1, got " + batch);
+                }
+                for (H5adBenchmark.Row row : H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,
+                        batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines))) {
+                    all.add(row);
+                    batchOfRow.add(batch);
+                }
+            }
             if (json) {
-                printJson(rows);
+                List<java.util.Map<String, Object>> tagged = new java.util.ArrayList<>();
+                for (int index = 0; index < all.size(); index++) {
+                    tagged.add(java.util.Map.of("batch", batchOfRow.get(index), "row", all.get(index)));
+                }
+                printJson(tagged);
                 return 0;
             }
             Table table = Table.create("Single-cell atlas " + target + " (page-cached); ratios against the other method of the same task and threads");
             StringColumn task = StringColumn.create("task");
             StringColumn method = StringColumn.create("method");
+            IntColumn batchColumn = IntColumn.create("batch");
             IntColumn threadColumn = IntColumn.create("threads");
             DoubleColumn cellsPerSecond = DoubleColumn.create("cells/s");
             DoubleColumn gbps = DoubleColumn.create("GB/s (dense)");
             DoubleColumn ratio = DoubleColumn.create("memfit / baseline");
             DoubleColumn peak = DoubleColumn.create("peak RSS MB");
             DoubleColumn peakAnonymous = DoubleColumn.create("peak anon RSS MB");
-            for (H5adBenchmark.Row row : rows) {
+            for (int index = 0; index < all.size(); index++) {
+                H5adBenchmark.Row row = all.get(index);
+                int batch = batchOfRow.get(index);
+                // the rows measured at this batch size: a ratio never mixes sizes
+                List<H5adBenchmark.Row> rows = new java.util.ArrayList<>();
+                for (int other = 0; other < all.size(); other++) {
+                    if (batchOfRow.get(other) == batch) {
+                        rows.add(all.get(other));
+                    }
+                }
                 task.append(row.task());
+                batchColumn.append(batch);
                 method.append(row.method());
                 threadColumn.append(row.threads());
                 cellsPerSecond.append(Math.round(row.cellsPerSecond()));
@@ -231,7 +256,7 @@ final class BenchCommand implements Runnable {
                     peakAnonymous.appendMissing();
                 }
             }
-            table.addColumns(task, method, threadColumn, cellsPerSecond, gbps, ratio, peak, peakAnonymous);
+            table.addColumns(task, method, batchColumn, threadColumn, cellsPerSecond, gbps, ratio, peak, peakAnonymous);
             System.out.println(table.printAll());
             return 0;
         }

@@ -412,17 +412,19 @@ public final class ShardStore implements SampleSource {
         MemorySegment shardPointers = pointers[shard];
         long start = shardPointers.get(LONG_LE, row * Long.BYTES);
         long end = shardPointers.get(LONG_LE, (row + 1) * Long.BYTES);
-        MemorySegment shardValues = values[shard];
-        MemorySegment shardIndices = indices[shard];
-        MemorySegment.copy(zeros, 0, into, offset, rowBytes);
-        for (long k = start; k < end; k++) {
-            int gene = shardIndices.get(INT_LE, k * Integer.BYTES);
+        // the row's runs as slices indexed by an int: the JIT hoists the bounds checks out of such loops
+        int n = Math.toIntExact(end - start);
+        MemorySegment rowValues = values[shard].asSlice(start * Float.BYTES, (long) n * Float.BYTES);
+        MemorySegment rowIndices = indices[shard].asSlice(start * Integer.BYTES, (long) n * Integer.BYTES);
+        MemorySegment out = into.asSlice(offset, rowBytes);
+        out.fill((byte) 0);
+        for (int k = 0; k < n; k++) {
+            int gene = rowIndices.getAtIndex(INT_LE, k);
             // unsigned: a negative index is out of range too; a bad index must not land in the next cell's row
             if (Integer.compareUnsigned(gene, genes) >= 0) {
-                throw badIndex(shard, k, gene);
+                throw badIndex(shard, start + k, gene);
             }
-            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, offset + (long) gene * Float.BYTES,
-                    shardValues.get(FLOAT_LE, k * Float.BYTES));
+            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
         }
     }
 
