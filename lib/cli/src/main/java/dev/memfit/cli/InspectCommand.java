@@ -3,7 +3,10 @@ package dev.memfit.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.memfit.MemfitException;
+import dev.memfit.data.Datasets;
 import dev.memfit.io.Formats;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.source.SampleSource;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.mrc.ParticleStack;
@@ -59,7 +62,7 @@ final class InspectCommand implements Callable<Integer> {
      * @return name to value
      */
     static Map<String, Object> inspect(Path file) {
-        Formats.DataFile data = Formats.open(file);
+        Formats.DataFile data = Datasets.describe(file);   // shard folders too
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("file", file.toString());
         facts.putAll(data.facts());
@@ -96,8 +99,34 @@ final class InspectCommand implements Callable<Integer> {
             case MRC, STACK_LIST, STAR -> sum(ParticleStack.open(file));
             case PACKED_HDF5 -> sum(PackedFile.open(file));
             case NPY_FOLDER -> sum(FileSet.open(file));
-            case SHARDS -> throw new MemfitException(file + ": a shard folder; use ./memfit validate to check it");
+            case SHARDS -> {
+                // every cell densified as a loader reads it (./memfit validate checks the checksums)
+                try (ShardStore store = ShardStore.open(file)) {
+                    yield sum(store);
+                }
+            }
         };
+    }
+
+    /** Float32 samples read in blocks of about 32 MB of consecutive samples, summed in float64. */
+    private static double sum(SampleSource source) {
+        double sum = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            int block = (int) Math.max(1, Math.min(source.size(), (32L << 20) / source.sampleBytes()));
+            MemorySegment buffer = arena.allocate(block * source.sampleBytes());
+            for (long first = 0; first < source.size(); first += block) {
+                int n = (int) Math.min(block, source.size() - first);
+                long[] indices = new long[n];
+                for (int i = 0; i < n; i++) {
+                    indices[i] = first + i;
+                }
+                source.readBatch(indices, buffer);
+                for (long v = 0; v < n * source.sampleBytes() / Float.BYTES; v++) {
+                    sum += buffer.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+                }
+            }
+        }
+        return sum;
     }
 
     /** Records (images, packed or single-file samples): read in chunks of about 32 MB as float32, summed in float64. */

@@ -107,6 +107,16 @@ class InspectCommandTest {
                 a = ad.read_h5ad(sys.argv[1])
                 print(a.X.nnz, repr(float(a.X.sum(dtype='float64'))))
                 """, file), json.get("nnz").asLong() + " " + json.get("sum").asDouble());
+
+        // its sparse shards describe the same cells: nnz and the float64 sum of every densified cell
+        Path shards = dir.resolve("shards");
+        assertEquals(0, run("shard", file.toString(), "--output-dir", shards.toString(), "--shard-size", "50").status());
+        Run folder = run("inspect", shards.toString(), "--json");
+        assertEquals(0, folder.status(), folder.err());
+        JsonNode described = new ObjectMapper().readTree(folder.out());
+        assertEquals("sparse (CSR)", described.get("layout").asText());
+        assertEquals(json.get("nnz").asLong(), described.get("nnz").asLong());
+        assertEquals(json.get("sum").asDouble(), described.get("sum").asDouble(), 1e-9 * json.get("sum").asDouble());
     }
 
     @Test
