@@ -2,6 +2,7 @@ package dev.memfit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.data.Datasets;
 import dev.memfit.io.Formats;
@@ -14,8 +15,7 @@ import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.storage.RecordIndex;
-import dev.memfit.source.LazySource;
-import dev.memfit.source.Particles;
+import dev.memfit.io.storage.Storage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -24,6 +24,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -129,26 +130,43 @@ final class InspectCommand implements Callable<Integer> {
         return sum;
     }
 
-    /** Records (images, packed or single-file samples): read in chunks of about 32 MB as float32, summed in float64. */
+    /**
+     * Records (images, packed or single-file samples): summed in float64 from their stored type (a float64 sample is
+     * never rounded to float32 on the way, unlike what a loader delivers), reading runs of neighbouring records of
+     * one file in about 32 MB at a time.
+     */
     private static double sum(RecordIndex records) {
+        long values = 1;
+        for (long dimension : records.sampleShape()) {
+            values = Math.multiplyExact(values, dimension);
+        }
         double sum = 0;
-        try (LazySource source = Particles.builder().setRecords(records).optThreads(1).lazy();
-             Arena arena = Arena.ofConfined()) {
-            int chunk = (int) Math.max(1, (32L << 20) / source.sampleBytes());
-            MemorySegment buffer = arena.allocate(chunk * source.sampleBytes());
-            for (long first = 0; first < records.size(); first += chunk) {
-                int n = (int) Math.min(chunk, records.size() - first);
-                long[] indices = new long[n];
-                for (int i = 0; i < n; i++) {
-                    indices[i] = first + i;
+        try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined()) {
+            long largest = 0;
+            for (int f = 0; f < records.files().size(); f++) {
+                largest = Math.max(largest, records.dtype(f).byteSize());
+            }
+            long recordBytes = Math.multiplyExact(values, largest);
+            int chunk = (int) Math.max(1, Math.min(records.size(), (32L << 20) / Math.max(1, recordBytes)));
+            MemorySegment buffer = arena.allocate(Math.max(1, chunk * recordBytes), 8);
+            for (long first = 0; first < records.size(); ) {
+                int file = records.fileOf(first);
+                DType dtype = records.dtype(file);
+                ByteOrder order = records.byteOrder(file);
+                long bytes = values * dtype.byteSize();
+                long start = records.offsetOf(first);
+                int n = 1;
+                while (n < chunk && first + n < records.size() && records.fileOf(first + n) == file
+                        && records.offsetOf(first + n) == start + n * bytes) {
+                    n++;
                 }
-                source.readBatch(indices, buffer);
-                long values = n * source.sampleShape().size();
+                storage.read(records.files().get(file), start, buffer.asSlice(0, n * bytes));
                 double partial = 0;
-                for (long v = 0; v < values; v++) {
-                    partial += buffer.getAtIndex(ValueLayout.JAVA_FLOAT, v);
+                for (long v = 0; v < n * values; v++) {
+                    partial += dtype.getDouble(buffer, v * dtype.byteSize(), order);
                 }
                 sum += partial;
+                first += n;
             }
         }
         return sum;

@@ -53,6 +53,21 @@ class SelectRandomAndInspectParticlesTest {
     }
 
     @Test
+    void selectRandomChoosesFiveOfTenTrillion(@TempDir Path dir) {
+        // Floyd's algorithm: O(k), where the one-pass selection sampling it replaced ran for hours
+        Path file = dir.resolve("five.npy");
+        assertTrue(stdout("select-random", "10000000000000", "-n", "5", "-o", file.toString(), "--seed", "9")
+                .contains("wrote 5 of 10000000000000 indices"));
+        assertEquals("5 int64 True True", PythonPeer.run("""
+                import sys, numpy as np
+                a = np.load(sys.argv[1])
+                print(len(a), a.dtype, bool((np.diff(a) > 0).all()), bool(a.min() >= 0 and a.max() < 10**13))
+                """, file));
+        assertEquals(java.util.Arrays.toString(Subsets.random(10_000_000_000_000L, 5, 9)),
+                java.util.Arrays.toString(Subsets.read(file, 10_000_000_000_000L)));
+    }
+
+    @Test
     void loaderTrainsOnTheSubsetOnly(@TempDir Path dir) {
         SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(50).setSize(8).optPerStack(50)
                 .optNoise(0).optMaxAngle(180).optSeed(1).write(dir);

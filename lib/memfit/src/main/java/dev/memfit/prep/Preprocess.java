@@ -1,5 +1,6 @@
 package dev.memfit.prep;
 
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5ad;
@@ -152,7 +153,7 @@ public final class Preprocess {
             check();
             try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress before the pass's
-                return Preprocess.statistics(h5ad, highlyVariable, targetSum,
+                return Preprocess.statistics(input, h5ad, highlyVariable, targetSum,
                         new double[Math.toIntExact(h5ad.observations())], progress);
             }
         }
@@ -164,8 +165,9 @@ public final class Preprocess {
             if (highlyVariable < 1) {
                 throw new MemfitException("optHighlyVariable(n) needs n >= 1 (--hvg on the command line), got " + highlyVariable);
             }
-            if (!(targetSum > 0)) {
-                throw new MemfitException("optTargetSum(counts) needs a positive sum (--target-sum on the command line), got " + targetSum);
+            if (!(targetSum > 0 && targetSum < Double.POSITIVE_INFINITY)) {
+                throw new MemfitException("optTargetSum(counts) needs a positive, finite sum such as 10000 (--target-sum on "
+                        + "the command line), got " + targetSum);
             }
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
@@ -177,7 +179,7 @@ public final class Preprocess {
         try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
-            GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals, listener);
+            GeneStatistics statistics = statistics(input, h5ad, highlyVariable, targetSum, cellTotals, listener);
             int[] keep = statistics.selected();
             String[] keptNames = Arrays.stream(keep).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
             int genes = Math.toIntExact(h5ad.variables());
@@ -226,9 +228,9 @@ public final class Preprocess {
         }
     }
 
-    /** Pass one, also keeping each cell's total count for pass two. */
-    private static GeneStatistics statistics(H5ad h5ad, int highlyVariable, double targetSum, double[] cellTotals,
-                                             ProgressListener listener) {
+    /** Pass one, also keeping each cell's total count for pass two; refuses what is not a count. */
+    private static GeneStatistics statistics(Path input, H5ad h5ad, int highlyVariable, double targetSum,
+                                             double[] cellTotals, ProgressListener listener) {
         int genes = Math.toIntExact(h5ad.variables());
         long cells = h5ad.observations();
         double[] sum = new double[genes];
@@ -238,6 +240,9 @@ public final class Preprocess {
                 for (int r = 0; r < count; r++) {
                     long base = (long) r * genes;
                     double total = rowTotal(rows, base, genes);
+                    if (!(total >= 0 && total < Double.POSITIVE_INFINITY)) {
+                        throw notACount(input, h5ad, first + r, rows, base, genes);
+                    }
                     cellTotals[Math.toIntExact(first + r)] = total;
                     if (total <= 0) {
                         continue;
@@ -328,12 +333,40 @@ public final class Preprocess {
                 .filter(g -> (Double.isNaN(normalized[g]) ? 0 : normalized[g]) >= cutOff).toArray();
     }
 
+    /**
+     * The error for a cell holding a value that is no count (NaN, infinite or negative), naming the file, the cell
+     * (row and obs name), the gene and the value: normalizing it would give a row of NaN or zeros without a word.
+     */
+    private static InvalidFileException notACount(Path input, H5ad h5ad, long row, java.lang.foreign.MemorySegment rows,
+                                                  long base, int genes) {
+        int gene = 0;
+        while (gene < genes - 1 && isCount(rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + gene))) {
+            gene++;
+        }
+        float value = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + gene);
+        String[] cells = h5ad.index("obs");
+        String[] names = h5ad.index("var");
+        String cell = row < cells.length ? " ('" + cells[(int) row] + "')" : "";
+        String name = gene < names.length ? " ('" + names[gene] + "')" : "";
+        return new InvalidFileException(input, -1, "raw counts in X (finite and not negative) to normalize",
+                value + " in cell " + row + cell + ", gene " + gene + name
+                        + "; preprocess reads raw counts (anndata's .raw.X or layers['counts'] saved as X)");
+    }
+
+    private static boolean isCount(float value) {
+        return value >= 0 && value < Float.POSITIVE_INFINITY;
+    }
+
+    /** The row's total, or NaN when it holds a negative value (which positive ones could hide in the total). */
     private static double rowTotal(java.lang.foreign.MemorySegment rows, long base, int genes) {
         double total = 0;
+        float least = 0;
         for (int g = 0; g < genes; g++) {
-            total += rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + g);
+            float value = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + g);
+            total += value;
+            least = Math.min(least, value);
         }
-        return total;
+        return least < 0 ? Double.NaN : total;
     }
 
     private static boolean[] fill(int n) {

@@ -52,10 +52,15 @@ public record GeneVocabulary(List<String> genes) {
      * streaming pass over X.
      *
      * @param h5ad the file
-     * @param n how many genes
+     * @param n how many genes, at least 1 (all genes when larger than n_vars)
      * @return the vocabulary
+     * @throws MemfitException when n is below 1
      */
     public static GeneVocabulary topByTotalCounts(H5ad h5ad, int n) {
+        if (n < 1) {
+            throw new MemfitException("topByTotalCounts(h5ad, n) needs n >= 1 genes (--top-genes on the command line), got "
+                    + n + ": shards without genes hold nothing");
+        }
         double[] totals = columnTotals(h5ad);
         String[] names = h5ad.index("var");
         int[] order = IntStream.range(0, names.length).boxed()

@@ -8,8 +8,9 @@ public enum ShardLayout {
     DENSE("dense"),
     /**
      * Compressed sparse rows, three {@code .npy} per shard: {@code .data.npy} (float32 values),
-     * {@code .indices.npy} (int32 gene of each value, ascending within a cell) and {@code .indptr.npy} (int64, cells
-     * + 1 entries: cell {@code i}'s values are at {@code [indptr[i], indptr[i + 1])}). Only the non-zero values are
+     * {@code .indices.npy} (int32 gene of each value, strictly ascending within a cell: a gene the input stored
+     * twice in a cell is summed into one value, as scipy's {@code sum_duplicates}) and {@code .indptr.npy} (int64,
+     * cells + 1 entries: cell {@code i}'s values are at {@code [indptr[i], indptr[i + 1])}). Only the non-zero values are
      * stored: about the size of the source's sparse X; rows are densified as they are read.
      */
     SPARSE("sparse");

@@ -424,7 +424,9 @@ public final class ShardStore implements SampleSource {
             if (Integer.compareUnsigned(gene, genes) >= 0) {
                 throw badIndex(shard, start + k, gene);
             }
-            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
+            // added, not set: a gene stored twice (shards of other writers) counts twice, as in scipy
+            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, out.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene)
+                    + rowValues.getAtIndex(FLOAT_LE, k));
         }
     }
 

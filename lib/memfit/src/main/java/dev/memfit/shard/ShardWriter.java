@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
@@ -178,6 +179,10 @@ public final class ShardWriter {
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
+            if (vocabulary != null && vocabulary.genes().isEmpty()) {
+                throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
+                        + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
+            }
             return ShardWriter.write(input, outputDir, shardSize, vocabulary, layout, progress);
         }
     }
@@ -189,7 +194,13 @@ public final class ShardWriter {
             // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
             ShardLayout layout = requested != null ? requested : h5ad.sparse() ? ShardLayout.SPARSE : ShardLayout.DENSE;
             GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
-            int[] positions = genes.positionsOf(h5ad.index("var"));
+            String[] inputGenes = h5ad.index("var");
+            int[] positions = genes.positionsOf(inputGenes);
+            if (h5ad.variables() > 0 && Arrays.stream(positions).allMatch(p -> p < 0)) {
+                throw new MemfitException("none of the " + genes.genes().size() + " genes of the vocabulary (" + sample(genes.genes())
+                        + ") is among the " + inputGenes.length + " genes of " + input + " (" + sample(Arrays.asList(inputGenes))
+                        + "): every cell would be empty; give a vocabulary (--vocab) with the file's gene names (its var index)");
+            }
             long cells = h5ad.observations();
             long shardCount = Math.ceilDiv(cells, shardSize);
             if (shardCount > Integer.MAX_VALUE) {
@@ -227,7 +238,7 @@ public final class ShardWriter {
                         entry.put("file", npy.getFileName().toString());
                         files.add(fileEntry("x", npy));
                     } else {
-                        long nnz = writeSparse(outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
+                        long nnz = writeSparse(input, outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
                         entry.put("nnz", nnz);
                         for (String role : SPARSE_ROLES) {
                             files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
@@ -253,6 +264,11 @@ public final class ShardWriter {
         }
     }
 
+    /** The first few names of a list, for messages. */
+    private static String sample(List<String> names) {
+        return String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "");
+    }
+
     /** The files of a sparse shard, {@code shard_NNNNNN.<role>.npy}, in the order they are listed. */
     static final List<String> SPARSE_ROLES = List.of("data", "indices", "indptr");
 
@@ -267,7 +283,8 @@ public final class ShardWriter {
         final MemorySegment values;
         final MemorySegment columns;
         final long[] rowStarts;
-        final long[] row;
+        long[] row;
+        float[] rowValues;
 
         Buffers(Arena arena, H5ad h5ad, long vocabularySize, ShardLayout layout) {
             this.inputGenes = h5ad.variables();
@@ -289,8 +306,9 @@ public final class ShardWriter {
                 this.rows = arena.allocate((long) denseRows * inputGenes * Float.BYTES);
                 this.projected = arena.allocate((long) denseRows * vocabularySize * Float.BYTES);
             }
-            // one row's (gene, value) pairs, for sorting a row whose genes the vocabulary reorders
+            // one row's (gene, place) pairs and values, for sorting a row whose genes the vocabulary reorders
             this.row = new long[Math.toIntExact(Math.max(inputGenes, vocabularySize))];
+            this.rowValues = new float[row.length];
         }
     }
 
@@ -321,8 +339,8 @@ public final class ShardWriter {
      * for the most values the shard can hold (the input's stored values, or every cell x gene of a dense input),
      * extended sparsely so the unused end costs no disk, and cut to the values kept before they are committed.
      */
-    private static long writeSparse(Path outputDir, String name, H5ad h5ad, GeneVocabulary genes, int[] positions,
-                                    long first, long count, Buffers buffers, ProgressListener.Task progress) {
+    private static long writeSparse(Path input, Path outputDir, String name, H5ad h5ad, GeneVocabulary genes,
+                                    int[] positions, long first, long count, Buffers buffers, ProgressListener.Task progress) {
         long capacity = h5ad.sparse() ? h5ad.storedValues(first, count) : Math.multiplyExact(count, buffers.vocabularySize);
         try (NpyWriter data = Npy.create(outputDir.resolve(name + ".data.npy"), NpyHeader.of(DType.FLOAT32, capacity));
              NpyWriter indices = Npy.create(outputDir.resolve(name + ".indices.npy"), NpyHeader.of(DType.INT32, capacity));
@@ -330,7 +348,6 @@ public final class ShardWriter {
             MemorySegment values = data.data();
             MemorySegment columns = indices.data();
             MemorySegment pointers = indptr.data();
-            long[] row = buffers.row;
             long nnz = 0;
             pointers.set(LONG_LE, 0, 0L);
             if (h5ad.sparse()) {
@@ -341,6 +358,12 @@ public final class ShardWriter {
                     int n = (int) Math.min(count - done, rowStarts.length - 1);
                     while (n > 1 && h5ad.storedValues(first + done, n) > buffers.sparseValues) {
                         n = n / 2;
+                    }
+                    if (n == 1 && h5ad.storedValues(first + done, 1) > buffers.sparseValues) {
+                        // only duplicates make a row longer than n_vars; this many is no count matrix
+                        throw new InvalidFileException(input, -1, "at most " + buffers.sparseValues
+                                + " stored values in a row of X", h5ad.storedValues(first + done, 1) + " in row "
+                                + (first + done) + " of " + h5ad.variables() + " genes (a gene stored many times over)");
                     }
                     h5ad.readCsr(first + done, n, inValues, inColumns, rowStarts);
                     for (int r = 0; r < n; r++) {
@@ -358,7 +381,8 @@ public final class ShardWriter {
                             }
                         }
                         if (!sorted) {
-                            row = sortRow(values, columns, rowStart, nnz, row);
+                            // unsorted, or a gene stored twice (sorted is strict): sorted unique genes, duplicates summed
+                            nnz = canonicalRow(values, columns, rowStart, nnz, buffers);
                         }
                         pointers.set(LONG_LE, (done + r + 1) * Long.BYTES, nnz);
                     }
@@ -397,23 +421,42 @@ public final class ShardWriter {
 
     /**
      * Sorts the values {@code [from, to)} of one row by gene (a vocabulary that reorders genes, or a file with
-     * unsorted indices), through {@code scratch}: each (gene, value) packed in one long, gene in the high half.
+     * unsorted indices) and sums the values of a gene stored more than once (as scipy's {@code sum_duplicates}), in
+     * the file's order, so that a cell reads back as scipy's {@code toarray()} of its row to the last bit. Each
+     * (gene, place in the row) is packed in one long, gene in the high half, so the sort is stable.
+     *
+     * @return the end of the row: {@code to} less the duplicates merged
      */
-    private static long[] sortRow(MemorySegment values, MemorySegment columns, long from, long to, long[] scratch) {
+    private static long canonicalRow(MemorySegment values, MemorySegment columns, long from, long to, Buffers buffers) {
         int n = Math.toIntExact(to - from);
-        long[] pairs = scratch.length >= n ? scratch : new long[n];
+        if (buffers.row.length < n) {
+            // only a row storing some gene more than once is longer than the vocabulary and the input
+            buffers.row = new long[n];
+            buffers.rowValues = new float[n];
+        }
+        long[] pairs = buffers.row;
+        float[] stored = buffers.rowValues;
         for (int i = 0; i < n; i++) {
             long at = from + i;
-            pairs[i] = ((long) columns.get(INT_LE, at * Integer.BYTES) << 32)
-                    | (Float.floatToRawIntBits(values.get(FLOAT_LE, at * Float.BYTES)) & 0xFFFF_FFFFL);
+            pairs[i] = ((long) columns.get(INT_LE, at * Integer.BYTES) << 32) | i;
+            stored[i] = values.get(FLOAT_LE, at * Float.BYTES);
         }
         Arrays.sort(pairs, 0, n);
+        long end = from;
+        int last = -1;
         for (int i = 0; i < n; i++) {
-            long at = from + i;
-            columns.set(INT_LE, at * Integer.BYTES, (int) (pairs[i] >>> 32));
-            values.set(FLOAT_LE, at * Float.BYTES, Float.intBitsToFloat((int) pairs[i]));
+            int gene = (int) (pairs[i] >>> 32);
+            float value = stored[(int) pairs[i]];
+            if (gene == last) {
+                values.set(FLOAT_LE, (end - 1) * Float.BYTES, values.get(FLOAT_LE, (end - 1) * Float.BYTES) + value);
+            } else {
+                columns.set(INT_LE, end * Integer.BYTES, gene);
+                values.set(FLOAT_LE, end * Float.BYTES, value);
+                end++;
+                last = gene;
+            }
         }
-        return pairs;
+        return end;
     }
 
     /** One file of a shard as the metadata lists it: its role, name, size and CRC32C of all its bytes. */

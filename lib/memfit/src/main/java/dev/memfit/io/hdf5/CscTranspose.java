@@ -92,7 +92,8 @@ final class CscTranspose {
      *
      * @param rowPointers {@code n_obs + 1} row pointers
      * @param values float32 values in native byte order
-     * @param columns int32 column indices in native byte order, sorted within each row
+     * @param columns int32 column indices in native byte order, non-decreasing within each row (a row stored twice
+     *                in a column of the CSC gives two neighbouring entries of that column, which readers sum)
      */
     record Rows(long[] rowPointers, MemorySegment values, MemorySegment columns) {
     }

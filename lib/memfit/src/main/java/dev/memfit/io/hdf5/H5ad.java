@@ -41,6 +41,18 @@ import java.util.Map;
  * <p>The CSR row pointer is read and checked at open (monotone, starting at 0, ending at the number of stored
  * values): 8 bytes per cell in memory. Column indices are checked against {@code n_vars} as rows are read.
  *
+ * <p>Duplicate entries (a column stored more than once in a CSR row, or a row more than once in a CSC column: scipy
+ * keeps them when it is handed such arrays, and {@code has_canonical_format} is then false) are <b>summed</b>, as
+ * scipy's {@code toarray()}, {@code sum_duplicates()} and every arithmetic on the matrix do: {@link #readRows} adds
+ * each stored value into its cell, so the dense rows are scipy's {@code X[rows].toarray()}; {@link #readCsr} hands
+ * the entries over as stored (duplicates included, in the file's order) and its callers merge them (sharding writes
+ * each row with sorted, unique gene indices); {@link #sum}, {@link #columnSums} and {@link #totals} add every stored
+ * value, duplicates included, as numpy does. Unsorted indices within a row are accepted as well.
+ *
+ * <p>The {@code obs} and {@code var} dataframes are checked at open: their index and every column must hold
+ * {@code n_obs} (for {@code obs}) or {@code n_vars} (for {@code var}) entries, as anndata requires, or the file is
+ * refused with an {@link InvalidFileException} naming the dataset; nothing downstream invents or drops names.
+ *
  * <p>Chunked datasets (sparse X's arrays, and dense X written with compression or explicit chunks) are read from
  * decoded chunks kept in one cache per open file, bounded by the system property {@code memfit.h5ad.chunkCacheMiB}
  * (default 64 MiB). For a chunked dense X the bound is raised at open to at least two bands of chunks (one chunk
@@ -196,7 +208,54 @@ public final class H5ad implements AutoCloseable {
             if (bytes < 192) {
                 throw new MemfitException("optTransposeBudget(" + bytes + "): give at least 192 bytes (256 MiB by default)");
             }
-            return H5ad.open(file, scratch == null ? CscTranspose.defaultScratch() : scratch, bytes, progress);
+            H5ad h5ad = H5ad.open(file, scratch == null ? CscTranspose.defaultScratch() : scratch, bytes, progress);
+            try {
+                h5ad.checkFrame("obs", h5ad.observations, "n_obs");
+                h5ad.checkFrame("var", h5ad.variables, "n_vars");
+                return h5ad;
+            } catch (RuntimeException e) {
+                h5ad.close();
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Refuses a dataframe whose index or a listed column does not hold one entry per row (obs) or column (var) of X,
+     * from the datasets' shapes only (nothing is read): a short {@code obs} index would otherwise leave cells
+     * without names, a long one name cells that do not exist.
+     */
+    private void checkFrame(String frame, long expected, String count) {
+        try {
+            if (!(hdf.getChildren().get(frame) instanceof Group group)) {
+                return;   // index() and columns() refuse a missing frame when asked for it
+            }
+            String indexName = stringAttribute(group, "_index");
+            List<String> names = new ArrayList<>();
+            names.add(indexName == null ? "_index" : indexName);
+            Attribute columnOrder = group.getAttribute("column-order");
+            if (columnOrder != null && !columnOrder.isEmpty() && columnOrder.getData() instanceof String[] listed) {
+                names.addAll(Arrays.asList(listed));
+            }
+            for (String name : names) {
+                Node node = group.getChildren().get(name);
+                Dataset values = node instanceof Dataset dataset ? dataset
+                        : node instanceof Group encoded && encoded.getChildren().get("codes") instanceof Dataset codes ? codes
+                        : node instanceof Group encoded && encoded.getChildren().get("values") instanceof Dataset nullable ? nullable
+                        : null;
+                if (values == null) {
+                    continue;   // read (and refused) only if asked for
+                }
+                long[] dimensions = values.getDimensionsAsLong();
+                long length = dimensions.length == 0 ? -1 : dimensions[0];
+                if (length != expected) {
+                    throw new InvalidFileException(file, -1, values.getPath() + " of " + count + " = " + expected
+                            + " entries (one per " + (frame.equals("obs") ? "cell, row" : "gene, column") + " of X)",
+                            length < 0 ? "a scalar" : length + " entries; the " + frame + " dataframe does not match X");
+                }
+            }
+        } catch (io.jhdf.exceptions.HdfException e) {
+            throw new InvalidFileException(file, -1, "a readable /" + frame + " dataframe", e.getMessage(), e);
         }
     }
 
@@ -499,7 +558,10 @@ public final class H5ad implements AutoCloseable {
                     throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
                             "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
                 }
-                into.set(ValueLayout.JAVA_FLOAT, rowOffset + column * Float.BYTES, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
+                // added, not set: a column stored twice in a row counts twice, as scipy's toarray() sums duplicates
+                long target = rowOffset + column * Float.BYTES;
+                into.set(ValueLayout.JAVA_FLOAT, target, into.get(ValueLayout.JAVA_FLOAT, target)
+                        + valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
             }
         }
     }
@@ -532,7 +594,8 @@ public final class H5ad implements AutoCloseable {
      * Reads a range of rows of a sparse X as stored (a CSC X from its transpose to CSR): values as float32, column
      * indices as int32 and row starts, in the platform's byte order, without densifying (sharding to CSR copies each
      * stored value once). Column indices are
-     * checked against {@code n_vars}; their order within a row is the file's.
+     * checked against {@code n_vars}; their order within a row is the file's, and a column stored twice in a row
+     * comes twice (the caller sums duplicates, as scipy does: see the class comment).
      *
      * @param first the first row
      * @param count how many rows

@@ -1,0 +1,113 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.PythonPeer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Sums in float64 from the stored type, and option values that would give an empty result refused. */
+class RightNumbersCommandTest {
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Main.execute(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    private static double inspectedSum(Path file) throws Exception {
+        Run run = run("inspect", file.toString(), "--json");
+        assertEquals(0, run.status(), run.err());
+        return new ObjectMapper().readTree(run.out()).get("sum").asDouble();
+    }
+
+    @Test
+    void inspectSumsFloat64AndInt64InFloat64LikeNumpy(@TempDir Path dir) throws Exception {
+        // values whose float32 roundings add up to a visibly different total, and int64 beyond float32's 2^24
+        String[] expected = PythonPeer.run("""
+                import sys, os, numpy as np
+                d = sys.argv[1]
+                rng = np.random.default_rng(6)
+                f64 = rng.integers(0, 3, (400, 30)) + 0.1   # 0.1, 1.1 and 2.1 all round in float32, not evenly
+                i64 = rng.integers(2**40, 2**41, (400, 30), dtype=np.int64) | 1
+                np.save(os.path.join(d, 'f64.npy'), f64)
+                np.save(os.path.join(d, 'i64.npy'), i64.astype('>i8'))
+                for name, a in (('f64s', f64), ('i64s', i64)):
+                    os.mkdir(os.path.join(d, name))
+                    for i in range(a.shape[0]):
+                        np.save(os.path.join(d, name, 'sample_%04d.npy' % i), a[i].reshape(5, 6))
+                print(repr(float(f64.sum(dtype=np.float64))), repr(float(i64.sum(dtype=np.float64))),
+                      repr(float(f64.astype(np.float32).sum(dtype=np.float64))))
+                """, dir).split(" ");
+        double f64 = Double.parseDouble(expected[0]);
+        double i64 = Double.parseDouble(expected[1]);
+        double roundedFirst = Double.parseDouble(expected[2]);
+        assertTrue(Math.abs(roundedFirst - f64) > 1e-9 * f64, "the test data tells a float32 cast apart");
+        // numpy sums pairwise, memfit in blocks: equal to a few roundings of the total
+        assertEquals(f64, inspectedSum(dir.resolve("f64.npy")), 1e-13 * f64);
+        assertEquals(f64, inspectedSum(dir.resolve("f64s")), 1e-13 * f64, "a folder of float64 .npy samples");
+        assertNotEquals(roundedFirst, inspectedSum(dir.resolve("f64s")));
+        assertEquals(i64, inspectedSum(dir.resolve("i64.npy")), 1e-13 * i64);
+        assertEquals(i64, inspectedSum(dir.resolve("i64s")), 1e-13 * i64, "a folder of int64 .npy samples");
+    }
+
+    @Test
+    void optionsThatGiveEmptyResultsAndFilesNotMatchingXAreRefused(@TempDir Path dir) throws Exception {
+        Path atlas = dir.resolve("atlas.h5ad");
+        assertEquals(0, run("generate", "atlas", "--cells", "60", "--genes", "20", "--seed", "2", "-o", atlas.toString()).status());
+        Path shards = dir.resolve("shards");
+
+        Run topZero = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--top-genes", "0");
+        assertEquals(1, topZero.status());
+        assertTrue(topZero.err().contains("needs n >= 1 genes (--top-genes on the command line), got 0"), topZero.err());
+
+        Path emptyVocabulary = Files.writeString(dir.resolve("vocab.json"), "[]");
+        Run empty = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--vocab", emptyVocabulary.toString());
+        assertEquals(1, empty.status());
+        assertTrue(empty.err().contains("an empty vocabulary (--vocab [] on the command line)"), empty.err());
+
+        Run infinite = run("preprocess", "--input", atlas.toString(), "--output", dir.resolve("p.h5ad").toString(),
+                "--target-sum", "Infinity");
+        assertEquals(1, infinite.status());
+        assertTrue(infinite.err().contains("needs a positive, finite sum such as 10000 (--target-sum on the command line), got Infinity"),
+                infinite.err());
+        assertTrue(Files.notExists(shards) && Files.notExists(dir.resolve("p.h5ad")));
+
+        // an obs index one name short (h5py), which shard once filled with invented ids, exit 0
+        assertEquals("ok", PythonPeer.run("""
+                import sys, h5py
+                with h5py.File(sys.argv[1], 'r+') as f:
+                    index = f['obs'].attrs['_index']
+                    names = f['obs'][index][:-1]
+                    del f['obs'][index]
+                    f['obs'].create_dataset(index, data=names)
+                print('ok')
+                """, atlas));
+        Run shortObs = run("shard", atlas.toString(), "--output-dir", shards.toString());
+        assertEquals(1, shortObs.status());
+        assertTrue(shortObs.err().contains("of n_obs = 60 entries (one per cell, row of X), found 59 entries"), shortObs.err());
+        assertTrue(Files.notExists(shards), "no shard folder left");
+    }
+}
