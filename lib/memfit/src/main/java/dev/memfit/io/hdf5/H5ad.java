@@ -55,6 +55,10 @@ import java.util.Map;
  */
 public final class H5ad implements AutoCloseable {
 
+    /** The platform's float32 and int32, at any alignment: what {@link #readCsr} writes. */
+    private static final ValueLayout.OfFloat FLOAT_NATIVE = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfInt INT_NATIVE = ValueLayout.JAVA_INT_UNALIGNED;
+
     /** Floats read at once from a dense X (16 MiB of heap): reads of more rows go in blocks of whole rows. */
     static final long DENSE_BLOCK_FLOATS = 1L << 22;
 
@@ -561,23 +565,33 @@ public final class H5ad implements AutoCloseable {
                 : data.window(start, Math.toIntExact(n), DType.FLOAT32);
         Window indexes = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
                 : indices.window(start, Math.toIntExact(n), indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
-        MemorySegment valueBytes = stored.values();
+        // bulk copies (swapping bytes where the file's order is not the platform's): a layout that is not a constant
+        // (the file's byte order) would cost a var handle lookup per value in a loop
+        MemorySegment.copy(stored.values(), stored.floatLayout(), (start - stored.first()) * Float.BYTES, values,
+                FLOAT_NATIVE, 0, n);
         MemorySegment columnBytes = indexes.values();
-        ValueLayout.OfFloat valueLayout = stored.floatLayout();
-        ValueLayout.OfInt narrow = indexes.intLayout();
-        ValueLayout.OfLong wide = indexes.longLayout();
-        long valueFirst = stored.first();
         long columnFirst = indexes.first();
-        for (long i = 0; i < n; i++) {
-            long at = start + i;
-            long column = wide != null ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
-                    : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
-            if (column < 0 || column >= variables) {
-                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
-                        + variables + ") (n_vars)", "index " + column + " at stored value " + at);
+        if (indexes.intLayout() != null) {
+            MemorySegment.copy(columnBytes, indexes.intLayout(), (start - columnFirst) * Integer.BYTES, columns,
+                    INT_NATIVE, 0, n);
+        } else {
+            ValueLayout.OfLong wide = indexes.longLayout();
+            for (long i = 0; i < n; i++) {
+                long column = columnBytes.get(wide, (start + i - columnFirst) * Long.BYTES);
+                // out of int range: stored as -1 here so that the check below names it
+                columns.set(INT_NATIVE, i * Integer.BYTES, column < 0 || column >= variables ? -1 : (int) column);
             }
-            columns.setAtIndex(ValueLayout.JAVA_INT, i, (int) column);
-            values.setAtIndex(ValueLayout.JAVA_FLOAT, i, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
+        }
+        int genes = (int) variables;
+        for (long i = 0; i < n; i++) {
+            int column = columns.get(INT_NATIVE, i * Integer.BYTES);
+            if (column < 0 || column >= genes) {
+                long at = start + i;
+                long found = indexes.intLayout() != null ? column
+                        : columnBytes.get(indexes.longLayout(), (at - columnFirst) * Long.BYTES);
+                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
+                        + variables + ") (n_vars)", "index " + found + " at stored value " + at);
+            }
         }
         return n;
     }
