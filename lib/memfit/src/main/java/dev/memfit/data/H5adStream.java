@@ -62,6 +62,12 @@ final class H5adStream implements Loader.Pipeline {
 
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
                boolean dropLast) {
+        this(file, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true);
+    }
+
+    /** As above; {@code sparseAllowed} false keeps dense rows in the buffer whatever X is (tests compare the two). */
+    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
+               boolean dropLast, boolean sparseAllowed) {
         H5ad reader = H5ad.open(file);
         this.cells = reader.observations();
         this.genes = reader.variables();
@@ -83,7 +89,7 @@ final class H5adStream implements Loader.Pipeline {
         this.slots = Math.addExact(bufferCells, Math.multiplyExact(prefetch, chunkSize));
         ShuffleBuffer.Sparse sparse;
         try {
-            sparse = ShuffleBuffer.Sparse.planned(arena, reader, file, slots, threads, chunkSize);
+            sparse = sparseAllowed ? ShuffleBuffer.Sparse.planned(arena, reader, file, slots, threads, chunkSize) : null;
         } catch (RuntimeException e) {
             reader.close();
             arena.close();
@@ -157,9 +163,9 @@ final class H5adStream implements Loader.Pipeline {
         return buffer.bytes() + 2L * batchSize * genes * Float.BYTES;
     }
 
-    /** Whether the shuffle buffer holds cells as stored (sparse) rather than as dense rows. */
-    boolean sparseBuffer() {
-        return buffer instanceof ShuffleBuffer.Sparse;
+    /** The values per page of a sparse shuffle buffer; 0 when it holds dense rows. */
+    int sparsePageValues() {
+        return buffer instanceof ShuffleBuffer.Sparse sparse ? sparse.pageValues() : 0;
     }
 
     @Override

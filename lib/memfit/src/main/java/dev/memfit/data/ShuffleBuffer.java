@@ -199,7 +199,9 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
                 throw new MemfitException("streaming " + file + ": a shuffle buffer of " + slots + " cells needs " + pages
                         + " pages of " + page + " values; lower the buffer or the chunk size");
             }
-            long staged = Math.max(1, Math.min(maxChunk, Math.max(STAGING_VALUES, maxCell)));
+            // a window a reader copies a chunk through: the fullest cell at least, an eighth of the fullest chunk (so a
+            // small file does not pay a chunk per thread) up to STAGING_VALUES
+            long staged = Math.max(1, Math.max(maxCell, Math.min(maxChunk, Math.min(STAGING_VALUES, Math.max(1024, maxChunk / 8)))));
             return new Plan(page, (int) pages, staged);
         }
 
