@@ -30,6 +30,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * does not depend on the number of threads; memory is the buffer (with room for the chunks being read ahead, which
  * readers write straight into free slots) and two batches, whatever the file size. Configured by
  * {@link H5adStreamBuilder}.
+ *
+ * <p>For a sparse X the buffer holds cells as stored, in pages ({@link ShuffleBuffer.Sparse}), and a drawn cell is
+ * densified straight into its batch; for a dense X (or a sparse one too dense to save memory that way) it holds dense
+ * rows. Either way the slots, and so the order of the cells, are the same.
  */
 final class H5adStream implements Loader.Pipeline {
 
@@ -47,7 +51,9 @@ final class H5adStream implements Loader.Pipeline {
     private final List<H5ad> handles = new ArrayList<>();
     private final ThreadLocal<H5ad> handle;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment buffer;
+    private final ShuffleBuffer buffer;
+    /** Kept open for a sparse buffer, which sizes each chunk's cells with it; null otherwise. */
+    private final H5ad probe;
     private final ConcurrentLinkedDeque<MemorySegment> batchBuffers = new ConcurrentLinkedDeque<>();
     private final int slots;
     private final NativeMemory.Reservation reservation;
@@ -56,12 +62,18 @@ final class H5adStream implements Loader.Pipeline {
 
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
                boolean dropLast) {
-        try (H5ad probe = H5ad.open(file)) {
-            this.cells = probe.observations();
-            this.genes = probe.variables();
-        }
+        this(file, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true);
+    }
+
+    /** As above; {@code sparseAllowed} false keeps dense rows in the buffer whatever X is (tests compare the two). */
+    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
+               boolean dropLast, boolean sparseAllowed) {
+        H5ad reader = H5ad.open(file);
+        this.cells = reader.observations();
+        this.genes = reader.variables();
         if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1
                 || prefetch < 1) {
+            reader.close();
             throw new MemfitException("streaming " + file + " needs chunk size >= 1, shuffle buffer >= chunk size,"
                     + " 1 <= batch size <= shuffle buffer, threads >= 1 and prefetch >= 1 chunk; got chunk " + chunkSize
                     + ", buffer " + bufferCells + ", batch " + batchSize + ", threads " + threads + ", prefetch " + prefetch);
@@ -74,6 +86,23 @@ final class H5adStream implements Loader.Pipeline {
         this.threads = threads;
         this.dropLast = dropLast;
         this.prefetch = prefetch;
+        this.slots = Math.addExact(bufferCells, Math.multiplyExact(prefetch, chunkSize));
+        ShuffleBuffer.Sparse sparse;
+        try {
+            sparse = sparseAllowed ? ShuffleBuffer.Sparse.planned(arena, reader, file, slots, threads, chunkSize) : null;
+        } catch (RuntimeException e) {
+            reader.close();
+            arena.close();
+            throw e;
+        }
+        if (sparse == null) {
+            reader.close();
+            this.probe = null;
+            this.buffer = new ShuffleBuffer.Dense(arena, slots, genes);
+        } else {
+            this.probe = reader;
+            this.buffer = sparse;
+        }
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
             H5ad opened = H5ad.open(file);
@@ -83,9 +112,6 @@ final class H5adStream implements Loader.Pipeline {
             return opened;
         });
         long rowBytes = genes * Float.BYTES;
-        // the shuffle buffer's slots plus room for the chunks being read ahead, which readers fill in place
-        this.slots = Math.addExact(bufferCells, Math.multiplyExact(readDepth(), chunkSize));
-        this.buffer = arena.allocate(Math.max(1, slots * rowBytes), 64);
         for (int i = 0; i < 2; i++) {
             batchBuffers.add(arena.allocate(Math.max(1, batchSize * rowBytes), 64));
         }
@@ -128,11 +154,18 @@ final class H5adStream implements Loader.Pipeline {
         return DType.FLOAT32;
     }
 
-    /** The shuffle buffer, the chunks being read ahead and two batch buffers. */
+    /**
+     * The shuffle buffer with room for the chunks being read ahead, and two batch buffers. For a sparse X the buffer
+     * holds cells as stored, sized for the fullest cells of the file (see {@link ShuffleBuffer.Sparse}).
+     */
     @Override
     public long bufferMemory() {
-        long rowBytes = genes * Float.BYTES;
-        return bufferCells * rowBytes + (long) readDepth() * chunkSize * rowBytes + 2L * batchSize * rowBytes;
+        return buffer.bytes() + 2L * batchSize * genes * Float.BYTES;
+    }
+
+    /** The values per page of a sparse shuffle buffer; 0 when it holds dense rows. */
+    int sparsePageValues() {
+        return buffer instanceof ShuffleBuffer.Sparse sparse ? sparse.pageValues() : 0;
     }
 
     @Override
@@ -178,22 +211,21 @@ final class H5adStream implements Loader.Pipeline {
             for (int slot = slots - 1; slot >= 0; slot--) {
                 freeSlots[free++] = slot;
             }
+            buffer.startEpoch();
             submitReads();
         }
 
         /** Starts reads of the next chunks while slots are free for them (the slots are reserved until absorbed). */
         private void submitReads() {
-            long rowBytes = genes * Float.BYTES;
             while (inFlight.size() < readDepth() && nextChunk < chunkOrder.length && free >= chunkSize) {
                 long first = chunkOrder[nextChunk++] * chunkSize;
                 int count = (int) Math.min(chunkSize, cells - first);
                 int[] reserved = new int[count];
-                long[] offsets = new long[count];
                 for (int i = 0; i < count; i++) {
                     reserved[i] = freeSlots[--free];
-                    offsets[i] = reserved[i] * rowBytes;
                 }
-                inFlight.add(new Pending(pool.submit(() -> handle.get().readRows(first, count, buffer, offsets)), first, reserved));
+                buffer.reserve(first, reserved);
+                inFlight.add(new Pending(pool.submit(() -> buffer.read(handle.get(), first, reserved)), first, reserved));
             }
         }
 
@@ -265,7 +297,7 @@ final class H5adStream implements Loader.Pipeline {
                 int drawn = random.nextInt(live);
                 int slot = liveSlots[drawn];
                 indices[i] = slotCell[slot];
-                MemorySegment.copy(buffer, slot * rowBytes, out, i * rowBytes, rowBytes);
+                buffer.emit(slot, out, i * rowBytes);
                 // swap-remove the slot's index (not its row) and free the slot for the next chunk
                 liveSlots[drawn] = liveSlots[--live];
                 freeSlots[free++] = slot;
@@ -283,6 +315,9 @@ final class H5adStream implements Loader.Pipeline {
     public void close() {
         pool.shutdownNow();
         arena.close();
+        if (probe != null) {
+            probe.close();
+        }
         reservation.close();
         synchronized (handles) {
             handles.forEach(H5ad::close);

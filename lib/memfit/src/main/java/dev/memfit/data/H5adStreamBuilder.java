@@ -34,6 +34,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
     private Integer prefetch;
     private long seed;
     private boolean dropLast;
+    private boolean sparseBuffer = true;
 
     H5adStreamBuilder(Path file) {
         this.file = file;
@@ -149,7 +150,13 @@ public final class H5adStreamBuilder implements Loader.Builder {
         int buffer = bufferCells != null ? bufferCells
                 : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
         return new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
-                threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast));
+                threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast, sparseBuffer));
+    }
+
+    /** Keeps dense rows in the shuffle buffer even for a sparse X: tests compare the two buffers. */
+    H5adStreamBuilder denseBufferOnly() {
+        this.sparseBuffer = false;
+        return this;
     }
 
     /** The whole chunks holding at least {@code fetchFactor} batches: the buffer {@link #optBlockShuffle} asks for. */

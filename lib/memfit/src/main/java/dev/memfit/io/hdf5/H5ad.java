@@ -67,6 +67,10 @@ import java.util.Map;
  */
 public final class H5ad implements AutoCloseable {
 
+    /** The platform's float32 and int32, at any alignment: what {@link #readCsr} writes. */
+    private static final ValueLayout.OfFloat FLOAT_NATIVE = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfInt INT_NATIVE = ValueLayout.JAVA_INT_UNALIGNED;
+
     /** Floats read at once from a dense X (16 MiB of heap): reads of more rows go in blocks of whole rows. */
     static final long DENSE_BLOCK_FLOATS = 1L << 22;
 
@@ -546,12 +550,22 @@ public final class H5ad implements AutoCloseable {
         boolean isWide = wide != null;
         long valueFirst = values.first();
         long columnFirst = columns.first();
+        // the file's layouts are not constants, which costs a var handle lookup per value: in the platform's order
+        // (the usual case) read through the constant ones
+        ByteOrder platform = ByteOrder.nativeOrder();
+        boolean constant = valueLayout.order() == platform && (isWide ? wide.order() : narrow.order()) == platform;
         for (int r = 0; r < count; r++) {
             long rowEnd = indptr[Math.toIntExact(first + r + 1)];
             long rowOffset = rowOffsets[r];
             // zero each row just before its values go in, while it is in cache (one pass over the memory, not two)
             into.asSlice(rowOffset, rowBytes).fill((byte) 0);
-            for (long at = indptr[Math.toIntExact(first + r)]; at < rowEnd; at++) {
+            long rowStart = indptr[Math.toIntExact(first + r)];
+            if (constant && !isWide && scatter(valueBytes, columnBytes, into, rowOffset, rowStart - valueFirst,
+                    rowStart - columnFirst, Math.toIntExact(rowEnd - rowStart)) >= 0) {
+                continue;
+            }
+            // a wide or foreign-order file, or an index out of range (which the loop below finds and names)
+            for (long at = rowStart; at < rowEnd; at++) {
                 long column = isWide ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
                         : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
                 if (column < 0 || column >= variables) {
@@ -564,6 +578,24 @@ public final class H5ad implements AutoCloseable {
                         + valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
             }
         }
+    }
+
+    /**
+     * Scatters {@code n} stored values (native order, int32 columns) into a dense row; returns -1 without finishing
+     * when a column is outside {@code [0, n_vars)}, for the caller to report.
+     */
+    private int scatter(MemorySegment values, MemorySegment columns, MemorySegment into, long rowOffset, long valueAt,
+                        long columnAt, int n) {
+        long genes = variables;
+        for (int i = 0; i < n; i++) {
+            int column = columns.get(INT_NATIVE, (columnAt + i) * Integer.BYTES);
+            if (column < 0 || column >= genes) {
+                return -1;
+            }
+            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, rowOffset + (long) column * Float.BYTES,
+                    values.get(FLOAT_NATIVE, (valueAt + i) * Float.BYTES));
+        }
+        return n;
     }
 
     /**
@@ -624,23 +656,33 @@ public final class H5ad implements AutoCloseable {
                 : data.window(start, Math.toIntExact(n), DType.FLOAT32);
         Window indexes = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
                 : indices.window(start, Math.toIntExact(n), indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
-        MemorySegment valueBytes = stored.values();
+        // bulk copies (swapping bytes where the file's order is not the platform's): a layout that is not a constant
+        // (the file's byte order) would cost a var handle lookup per value in a loop
+        MemorySegment.copy(stored.values(), stored.floatLayout(), (start - stored.first()) * Float.BYTES, values,
+                FLOAT_NATIVE, 0, n);
         MemorySegment columnBytes = indexes.values();
-        ValueLayout.OfFloat valueLayout = stored.floatLayout();
-        ValueLayout.OfInt narrow = indexes.intLayout();
-        ValueLayout.OfLong wide = indexes.longLayout();
-        long valueFirst = stored.first();
         long columnFirst = indexes.first();
-        for (long i = 0; i < n; i++) {
-            long at = start + i;
-            long column = wide != null ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
-                    : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
-            if (column < 0 || column >= variables) {
-                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
-                        + variables + ") (n_vars)", "index " + column + " at stored value " + at);
+        if (indexes.intLayout() != null) {
+            MemorySegment.copy(columnBytes, indexes.intLayout(), (start - columnFirst) * Integer.BYTES, columns,
+                    INT_NATIVE, 0, n);
+        } else {
+            ValueLayout.OfLong wide = indexes.longLayout();
+            for (long i = 0; i < n; i++) {
+                long column = columnBytes.get(wide, (start + i - columnFirst) * Long.BYTES);
+                // out of int range: stored as -1 here so that the check below names it
+                columns.set(INT_NATIVE, i * Integer.BYTES, column < 0 || column >= variables ? -1 : (int) column);
             }
-            columns.setAtIndex(ValueLayout.JAVA_INT, i, (int) column);
-            values.setAtIndex(ValueLayout.JAVA_FLOAT, i, valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
+        }
+        int genes = (int) variables;
+        for (long i = 0; i < n; i++) {
+            int column = columns.get(INT_NATIVE, i * Integer.BYTES);
+            if (column < 0 || column >= genes) {
+                long at = start + i;
+                long found = indexes.intLayout() != null ? column
+                        : columnBytes.get(indexes.longLayout(), (at - columnFirst) * Long.BYTES);
+                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
+                        + variables + ") (n_vars)", "index " + found + " at stored value " + at);
+            }
         }
         return n;
     }
