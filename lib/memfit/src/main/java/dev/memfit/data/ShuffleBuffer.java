@@ -316,8 +316,10 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
                 int n = Math.min(pageValues, length - done);
                 for (int j = 0; j < n; j++) {
                     int column = store.get(ValueLayout.JAVA_INT, at + columnsAt + (long) j * Integer.BYTES);
-                    out.set(ValueLayout.JAVA_FLOAT, offset + (long) column * Float.BYTES,
-                            store.get(ValueLayout.JAVA_FLOAT, at + (long) j * Float.BYTES));
+                    // added, not set: a gene stored twice in a cell counts twice (as scipy's toarray())
+                    long target = offset + (long) column * Float.BYTES;
+                    out.set(ValueLayout.JAVA_FLOAT, target, out.get(ValueLayout.JAVA_FLOAT, target)
+                            + store.get(ValueLayout.JAVA_FLOAT, at + (long) j * Float.BYTES));
                 }
                 last = page;
                 page = next[page];

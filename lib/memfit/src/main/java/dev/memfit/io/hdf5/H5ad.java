@@ -581,8 +581,8 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * Scatters {@code n} stored values (native order, int32 columns) into a dense row; returns -1 without finishing
-     * when a column is outside {@code [0, n_vars)}, for the caller to report.
+     * Adds {@code n} stored values (native order, int32 columns) into a zeroed dense row; returns -1 without finishing
+     * when a column is outside {@code [0, n_vars)}, for the caller to report (it throws before the row is used).
      */
     private int scatter(MemorySegment values, MemorySegment columns, MemorySegment into, long rowOffset, long valueAt,
                         long columnAt, int n) {
@@ -592,8 +592,10 @@ public final class H5ad implements AutoCloseable {
             if (column < 0 || column >= genes) {
                 return -1;
             }
-            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, rowOffset + (long) column * Float.BYTES,
-                    values.get(FLOAT_NATIVE, (valueAt + i) * Float.BYTES));
+            // added, not set: a column stored twice in a row counts twice (as scipy's toarray())
+            long target = rowOffset + (long) column * Float.BYTES;
+            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, target, into.get(ValueLayout.JAVA_FLOAT_UNALIGNED, target)
+                    + values.get(FLOAT_NATIVE, (valueAt + i) * Float.BYTES));
         }
         return n;
     }
