@@ -152,7 +152,16 @@ public final class ParticleStack implements RecordIndex {
             fileOf[i] = f;
             imageOf[i] = image;
         }
-        return check(new ParticleStack(star, new ArrayList<>(fileIndex.keySet()), headers, fileOf, imageOf));
+        ParticleStack stack = check(new ParticleStack(star, new ArrayList<>(fileIndex.keySet()), headers, fileOf, imageOf));
+        for (int k = 0; k < tables.opticsSizes.size(); k++) {
+            String size = tables.opticsSizes.get(k);
+            if (!sameNumber(size, stack.width()) || stack.width() != stack.height()) {
+                throw new InvalidFileException(star, -1, "on line " + tables.opticsLines.get(k) + " an _rlnImageSize "
+                        + "that matches the stacks (" + stack.width() + "x" + stack.height() + " in "
+                        + stack.files.getFirst() + ")", "'" + size + "'");
+            }
+        }
+        return stack;
     }
 
     /** Where an image index is absent ({@code stack.mrc} rather than {@code 3@stack.mrcs}). */
@@ -223,7 +232,12 @@ public final class ParticleStack implements RecordIndex {
     /** Collects every loop that has an {@code _rlnImageName} column, then picks the particle table. */
     private static final class ImageTables implements Star.Handler {
         private static final String IMAGE_NAME = "_rlnImageName";
+        private static final String IMAGE_SIZE = "_rlnImageSize";
         private final List<ImageNames> tables = new ArrayList<>();
+        /** The image sizes of the RELION 3.1+ optics table, with their lines, to check against the stacks. */
+        final List<String> opticsSizes = new ArrayList<>();
+        final List<Long> opticsLines = new ArrayList<>();
+        private int sizeColumn = -1;
         private final List<String> blocks = new ArrayList<>();
         private final Path star;
         private ImageNames current;
@@ -237,11 +251,13 @@ public final class ParticleStack implements RecordIndex {
         public void block(String name, long line) {
             blocks.add("data_" + name);
             current = null;
+            sizeColumn = -1;
         }
 
         @Override
         public void loop(String block, List<String> columns, long line) {
             column = columns.indexOf(IMAGE_NAME);
+            sizeColumn = block.equals("optics") ? columns.indexOf(IMAGE_SIZE) : -1;
             current = column < 0 ? null : new ImageNames(block, line);
             if (current != null) {
                 tables.add(current);
@@ -252,6 +268,10 @@ public final class ParticleStack implements RecordIndex {
         public void row(List<String> values, long line) {
             if (current != null) {
                 current.add(star, values.get(column), line);
+            }
+            if (sizeColumn >= 0) {
+                opticsSizes.add(values.get(sizeColumn));
+                opticsLines.add(line);
             }
         }
 
@@ -274,6 +294,14 @@ public final class ParticleStack implements RecordIndex {
                         "no rows");
             }
             return names;
+        }
+    }
+
+    private static boolean sameNumber(String text, int value) {
+        try {
+            return Double.parseDouble(text) == value;
+        } catch (NumberFormatException e) {
+            return false;
         }
     }
 

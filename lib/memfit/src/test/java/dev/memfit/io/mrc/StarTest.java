@@ -106,6 +106,15 @@ class StarTest {
     }
 
     @Test
+    void theOpticsImageSizeMustMatchTheStacks() throws IOException {
+        Path star = dir.resolve("optics.star");
+        Files.writeString(star, RELION_31.replace("1.060000            4            2", "1.060000            6            2"));
+        assertEquals(star + ": expected on line 11 an _rlnImageSize that matches the stacks (4x4 in "
+                + dir.resolve("stack_a.mrcs") + "), found '6'",
+                assertThrows(InvalidFileException.class, () -> ParticleStack.open(star)).getMessage());
+    }
+
+    @Test
     void readsBlocksLoopsPairsAndQuotes() throws IOException {
         Path star = dir.resolve("model.star");
         Files.writeString(star, "\uFEFFdata_\r\n_rlnVersion 30001  # trailing\r\n_rlnTitle 'a \"quoted\" title'\r\n"
