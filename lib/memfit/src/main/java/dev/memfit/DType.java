@@ -5,7 +5,6 @@ import ai.djl.ndarray.types.DataType;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Locale;
 
 /**
  * The element types memfit reads and writes, with their numpy type codes and sizes.
@@ -78,13 +77,14 @@ public enum DType {
     /**
      * Looks a type up by its numpy code without byte order.
      *
+     * <p>Matched exactly: numpy codes are case-sensitive ({@code U1} is a unicode string, {@code u1} uint8).
+     *
      * @param code such as {@code f4}, {@code u1} or {@code b1}
      * @return the type, or null when memfit does not support it
      */
     public static DType fromNumpyCode(String code) {
-        String normalized = code.toLowerCase(Locale.ROOT);
         for (DType type : values()) {
-            if (type.numpyCode().equals(normalized)) {
+            if (type.numpyCode().equals(code)) {
                 return type;
             }
         }

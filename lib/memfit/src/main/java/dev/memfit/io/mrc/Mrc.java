@@ -34,6 +34,9 @@ public final class Mrc {
      * @return the header
      */
     public static MrcHeader readHeader(Path file) {
+        if (java.nio.file.Files.isDirectory(file)) {
+            throw new MemfitException(file + ": expected an MRC file (.mrcs or .mrc), found a folder");
+        }
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             ByteBuffer bytes = ByteBuffer.allocate((int) Math.min(MrcHeader.HEADER_BYTES, channel.size()));
             while (bytes.hasRemaining() && channel.read(bytes, bytes.position()) >= 0) {

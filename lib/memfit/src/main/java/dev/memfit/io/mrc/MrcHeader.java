@@ -137,6 +137,12 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
             } catch (IllegalArgumentException e) {
                 throw new MemfitException(e.getMessage(), e);
             }
+            try {
+                Math.multiplyExact(Math.multiplyExact(Math.multiplyExact((long) nx, ny), dtype.byteSize()), images);
+            } catch (ArithmeticException e) {
+                throw new MemfitException("setWidth(" + nx + "), setHeight(" + ny + ") and setImages(" + images
+                        + ") of " + dtype + " make more than 2^63 bytes; use fewer or smaller images");
+            }
             return new MrcHeader(nx, ny, images, dtype, ByteOrder.LITTLE_ENDIAN, 0, voxelSize);
         }
     }
@@ -176,7 +182,7 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
      * @return nx times ny
      */
     public long imagePixels() {
-        return (long) nx * ny;
+        return Math.multiplyExact((long) nx, ny);
     }
 
     /**
@@ -185,7 +191,7 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
      * @return pixels times element size
      */
     public long imageBytes() {
-        return imagePixels() * dtype.byteSize();
+        return Math.multiplyExact(imagePixels(), dtype.byteSize());
     }
 
     /**
@@ -204,7 +210,7 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
      * @return the byte offset
      */
     public long imageOffset(long image) {
-        return dataOffset() + image * imageBytes();
+        return Math.addExact(dataOffset(), Math.multiplyExact(image, imageBytes()));
     }
 
     /**
@@ -213,7 +219,7 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
      * @return data offset plus all images
      */
     public long fileBytes() {
-        return dataOffset() + nz * imageBytes();
+        return Math.addExact(dataOffset(), Math.multiplyExact(nz, imageBytes()));
     }
 
     /**
@@ -250,15 +256,32 @@ public record MrcHeader(int nx, int ny, long nz, DType dtype, ByteOrder byteOrde
         int mx = in.getInt(28);
         float cellX = in.getFloat(40);
         long nsymbt = Integer.toUnsignedLong(in.getInt(92));
+        // Sizes with checked arithmetic, compared with the file before anyone allocates or maps by them: a crafted
+        // NX = NY = 2^30 must not wrap around to a size that matches a 1 KiB file.
+        long available = fileSize - HEADER_BYTES - nsymbt;
+        String shape = nz + " images of " + nx + "x" + ny + " " + dtype.numpyCode();
+        long dataBytes;
+        try {
+            dataBytes = Math.multiplyExact(Math.multiplyExact(Math.multiplyExact((long) nx, ny), dtype.byteSize()), nz);
+            Math.addExact(HEADER_BYTES + nsymbt, dataBytes);
+        } catch (ArithmeticException e) {
+            throw new InvalidFileException(file, 0, "a header whose sizes fit in a file (NX*NY*NZ*bytes per pixel "
+                    + "below 2^63)", "NX=" + nx + " NY=" + ny + " NZ=" + nz + " mode " + mode + ": " + shape
+                    + " is more than 2^63 bytes of data, the file has " + String.format("%,d", Math.max(0, available))
+                    + " bytes after the header");
+        }
+        if (available < 0) {
+            throw new InvalidFileException(file, 92, "an extended header (NSYMBT) that fits in the file",
+                    "NSYMBT=" + nsymbt + " in a file of " + fileSize + " bytes");
+        }
         MrcHeader header = new MrcHeader(nx, ny, nz, dtype, order, nsymbt, mx > 0 ? cellX / mx : 0);
-        if (fileSize != header.fileBytes()) {
-            long available = fileSize - header.dataOffset();
+        if (available != dataBytes) {
+            long imageBytes = header.imageBytes();
             throw new InvalidFileException(file, header.dataOffset(),
-                    nz + " images of " + nx + "x" + ny + " " + dtype.numpyCode() + " (" + header.fileBytes()
-                            + " bytes in all, with " + nsymbt + " bytes of extended header)",
-                    fileSize + " bytes" + (available >= 0 && available % header.imageBytes() == 0
-                            ? ", room for " + available / header.imageBytes() + " images" : "")
-                            + (fileSize < header.fileBytes() ? " (truncated?)" : ""));
+                    shape + " (" + header.fileBytes() + " bytes in all, with " + nsymbt + " bytes of extended header)",
+                    fileSize + " bytes" + (available % imageBytes == 0
+                            ? ", room for " + available / imageBytes + " images" : "")
+                            + (available < dataBytes ? " (truncated?)" : ""));
         }
         return header;
     }

@@ -43,7 +43,7 @@ public final class MrcReader implements AutoCloseable {
      * @throws InvalidFileException when the images are not all in the file
      */
     public void readImages(long first, int count, MemorySegment into) {
-        if (first < 0 || count < 0 || first + count > header.nz()) {
+        if (first < 0 || count < 0 || first > header.nz() - count) {
             throw new InvalidFileException(file, -1, "images in [0, " + header.nz() + ")",
                     "a request for images [" + first + ", " + (first + count) + ")");
         }

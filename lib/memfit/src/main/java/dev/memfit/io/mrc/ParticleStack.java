@@ -19,7 +19,10 @@ import java.util.Map;
  * The particle images of a data set and where each one lives: which {@code .mrcs} file and which image in it.
  *
  * <p>Opened from one stack ({@code .mrcs}/{@code .mrc}), a list of stacks ({@code .txt}, one path per line) or a
- * RELION {@code .star} file ({@code _rlnImageName} entries {@code index@file.mrcs}, index from 1). Relative paths are
+ * RELION {@code .star} file ({@code _rlnImageName} entries {@code index@file.mrcs}, index from 1, quoted when the
+ * path holds spaces; read by {@link Star}, so comments, quoted values, the RELION 3.1+ optics table and CRLF lines
+ * are understood, and a row with a missing or extra value fails with its line number). When several blocks have an
+ * {@code _rlnImageName} column, the one in {@code data_particles} is used. Relative paths are
  * resolved against the listing's folder, or against {@code datadir} when given. Every file is checked up front
  * (header, size, image indices), so a bad entry fails at open time with its file and line, not mid-training.
  */
@@ -89,12 +92,20 @@ public final class ParticleStack implements RecordIndex {
             if (entry.isEmpty() || entry.startsWith("#")) {
                 continue;
             }
-            Path file = base.resolve(entry);
+            Path file = resolve(base, entry, list, line + 1);
             headers.add(headerOf(file, list, line + 1));
             files.add(file);
             total += headers.getLast().nz();
+            if (total > MAX_PARTICLES) {
+                throw new InvalidFileException(list, -1, "at most " + MAX_PARTICLES + " images in all (2^31 - 1)",
+                        String.format("%,d images up to line %d", total, line + 1));
+            }
         }
-        int[] fileOf = new int[Math.toIntExact(total)];
+        if (files.isEmpty()) {
+            throw new InvalidFileException(list, -1, "a list of particle stacks, one .mrcs path per line",
+                    lines.isEmpty() ? "an empty file" : "no entries (only blank lines and # comments)");
+        }
+        int[] fileOf = new int[(int) total];
         long[] imageOf = new long[fileOf.length];
         int next = 0;
         for (int f = 0; f < files.size(); f++) {
@@ -107,80 +118,203 @@ public final class ParticleStack implements RecordIndex {
     }
 
     private static ParticleStack fromStar(Path star, Path base) {
-        List<String> lines = readLines(star);
-        List<String> columns = new ArrayList<>();
-        int column = -1;
-        boolean inLoop = false;
+        ImageTables tables = new ImageTables(star);
+        Star.read(star, tables);
+        ImageNames names = tables.choose();
         Map<Path, Integer> fileIndex = new LinkedHashMap<>();
         List<MrcHeader> headers = new ArrayList<>();
-        List<Integer> fileOf = new ArrayList<>();
-        List<Long> imageOf = new ArrayList<>();
-        for (int i = 0; i < lines.size(); i++) {
-            String line = lines.get(i).strip();
-            if (line.startsWith("data_")) {
-                inLoop = false;
-                columns.clear();
-                column = -1;
-                continue;
-            }
-            if (line.equals("loop_")) {
-                inLoop = true;
-                columns.clear();
-                column = -1;
-                continue;
-            }
-            if (line.isEmpty() || line.startsWith("#")) {
-                continue;
-            }
-            if (inLoop && line.startsWith("_")) {
-                String label = line.split("\\s+")[0];
-                if (label.equals("_rlnImageName")) {
-                    column = columns.size();
-                }
-                columns.add(label);
-                continue;
-            }
-            if (!inLoop || column < 0 || line.startsWith("_")) {
-                continue;
-            }
-            String[] fields = line.split("\\s+");
-            if (fields.length <= column) {
-                throw new InvalidFileException(star, -1, "line " + (i + 1) + " to have " + columns.size() + " columns",
-                        fields.length + " columns: '" + line + "'");
-            }
-            String entry = fields[column];
-            int at = entry.indexOf('@');
-            if (at < 1) {
-                throw new InvalidFileException(star, -1, "_rlnImageName as index@file.mrcs on line " + (i + 1), "'" + entry + "'");
-            }
-            long index;
-            try {
-                index = Long.parseLong(entry.substring(0, at)) - 1;
-            } catch (NumberFormatException e) {
-                throw new InvalidFileException(star, -1, "a numeric image index on line " + (i + 1), "'" + entry + "'");
-            }
-            Path file = base.resolve(entry.substring(at + 1));
-            final int lineNumber = i + 1;
-            int f = fileIndex.computeIfAbsent(file, path -> {
-                headers.add(headerOf(path, star, lineNumber));
+        int[] fileOf = new int[names.count];
+        long[] imageOf = new long[names.count];
+        int[] fileOfName = new int[names.paths.size()];
+        for (int p = 0; p < fileOfName.length; p++) {
+            Path file = resolve(base, names.paths.get(p), star, names.firstLine[p]);
+            final long line = names.firstLine[p];
+            fileOfName[p] = fileIndex.computeIfAbsent(file, path -> {
+                headers.add(headerOf(path, star, line));
                 return headers.size() - 1;
             });
-            if (index < 0 || index >= headers.get(f).nz()) {
-                throw new InvalidFileException(star, -1, "on line " + lineNumber + " an image index in [1, "
-                        + headers.get(f).nz() + "] of " + file, "index " + (index + 1));
+        }
+        for (int i = 0; i < names.count; i++) {
+            int f = fileOfName[names.path[i]];
+            long image = names.image[i];
+            MrcHeader header = headers.get(f);
+            if (image == NO_INDEX) {
+                if (header.nz() != 1) {
+                    throw new InvalidFileException(star, -1, "on line " + names.line[i] + " an _rlnImageName of the "
+                            + "form index@stack (the stack holds " + header.nz() + " images)",
+                            "'" + names.paths.get(names.path[i]) + "' without an index");
+                }
+                image = 0;
+            } else if (image >= header.nz()) {
+                throw new InvalidFileException(star, -1, "on line " + names.line[i] + " an image index in [1, "
+                        + header.nz() + "] of " + new ArrayList<>(fileIndex.keySet()).get(f), "index " + (image + 1));
             }
-            fileOf.add(f);
-            imageOf.add(index);
+            fileOf[i] = f;
+            imageOf[i] = image;
         }
-        if (fileOf.isEmpty()) {
-            throw new InvalidFileException(star, -1, "a loop with an _rlnImageName column and at least one row",
-                    column < 0 ? "no _rlnImageName column" : "no rows");
+        ParticleStack stack = check(new ParticleStack(star, new ArrayList<>(fileIndex.keySet()), headers, fileOf, imageOf));
+        for (int k = 0; k < tables.opticsSizes.size(); k++) {
+            String size = tables.opticsSizes.get(k);
+            if (!sameNumber(size, stack.width()) || stack.width() != stack.height()) {
+                throw new InvalidFileException(star, -1, "on line " + tables.opticsLines.get(k) + " an _rlnImageSize "
+                        + "that matches the stacks (" + stack.width() + "x" + stack.height() + " in "
+                        + stack.files.getFirst() + ")", "'" + size + "'");
+            }
         }
-        return check(new ParticleStack(star, new ArrayList<>(fileIndex.keySet()), headers,
-                fileOf.stream().mapToInt(Integer::intValue).toArray(), imageOf.stream().mapToLong(Long::longValue).toArray()));
+        return stack;
     }
 
-    private static MrcHeader headerOf(Path file, Path listing, int line) {
+    /** Where an image index is absent ({@code stack.mrc} rather than {@code 3@stack.mrcs}). */
+    private static final long NO_INDEX = -1;
+    /** Particles are addressed by int arrays. */
+    private static final long MAX_PARTICLES = Integer.MAX_VALUE;
+
+    /** The {@code _rlnImageName} column of one loop, parsed as it streams by: distinct paths and per-row indices. */
+    private static final class ImageNames {
+        final String block;
+        final long loopLine;
+        final Map<String, Integer> pathIndex = new java.util.HashMap<>();
+        final List<String> paths = new ArrayList<>();
+        long[] firstLine = new long[4];
+        int[] path = new int[1024];
+        long[] image = new long[1024];
+        long[] line = new long[1024];
+        int count;
+
+        ImageNames(String block, long loopLine) {
+            this.block = block;
+            this.loopLine = loopLine;
+        }
+
+        void add(Path star, String value, long lineNumber) {
+            if (count == MAX_PARTICLES) {
+                throw new InvalidFileException(star, -1, "at most " + MAX_PARTICLES + " particles (2^31 - 1)",
+                        "more on line " + lineNumber);
+            }
+            int at = value.indexOf('@');
+            long index = NO_INDEX;
+            if (at >= 0) {
+                String digits = value.substring(0, at);
+                if (digits.isEmpty() || digits.length() > 18 || !digits.chars().allMatch(c -> c >= '0' && c <= '9')
+                        || Long.parseLong(digits) < 1) {
+                    throw new InvalidFileException(star, -1, "on line " + lineNumber + " an _rlnImageName of the form "
+                            + "index@stack with an index from 1", "'" + value + "'");
+                }
+                index = Long.parseLong(digits) - 1;
+            }
+            String name = value.substring(at + 1);
+            if (name.isEmpty()) {
+                throw new InvalidFileException(star, -1, "on line " + lineNumber + " an _rlnImageName naming a stack "
+                        + "(index@stack)", "'" + value + "'");
+            }
+            Integer p = pathIndex.get(name);
+            if (p == null) {
+                p = paths.size();
+                pathIndex.put(name, p);
+                paths.add(name);
+                if (p == firstLine.length) {
+                    firstLine = java.util.Arrays.copyOf(firstLine, p * 2);
+                }
+                firstLine[p] = lineNumber;
+            }
+            if (count == path.length) {
+                int grown = (int) Math.min(MAX_PARTICLES, 2L * count);
+                path = java.util.Arrays.copyOf(path, grown);
+                image = java.util.Arrays.copyOf(image, grown);
+                line = java.util.Arrays.copyOf(line, grown);
+            }
+            path[count] = p;
+            image[count] = index;
+            line[count++] = lineNumber;
+        }
+    }
+
+    /** Collects every loop that has an {@code _rlnImageName} column, then picks the particle table. */
+    private static final class ImageTables implements Star.Handler {
+        private static final String IMAGE_NAME = "_rlnImageName";
+        private static final String IMAGE_SIZE = "_rlnImageSize";
+        private final List<ImageNames> tables = new ArrayList<>();
+        /** The image sizes of the RELION 3.1+ optics table, with their lines, to check against the stacks. */
+        final List<String> opticsSizes = new ArrayList<>();
+        final List<Long> opticsLines = new ArrayList<>();
+        private int sizeColumn = -1;
+        private final List<String> blocks = new ArrayList<>();
+        private final Path star;
+        private ImageNames current;
+        private int column = -1;
+
+        ImageTables(Path star) {
+            this.star = star;
+        }
+
+        @Override
+        public void block(String name, long line) {
+            blocks.add("data_" + name);
+            current = null;
+            sizeColumn = -1;
+        }
+
+        @Override
+        public void loop(String block, List<String> columns, long line) {
+            column = columns.indexOf(IMAGE_NAME);
+            sizeColumn = block.equals("optics") ? columns.indexOf(IMAGE_SIZE) : -1;
+            current = column < 0 ? null : new ImageNames(block, line);
+            if (current != null) {
+                tables.add(current);
+            }
+        }
+
+        @Override
+        public void row(List<String> values, long line) {
+            if (current != null) {
+                current.add(star, values.get(column), line);
+            }
+            if (sizeColumn >= 0) {
+                opticsSizes.add(values.get(sizeColumn));
+                opticsLines.add(line);
+            }
+        }
+
+        ImageNames choose() {
+            Path file = star;
+            List<ImageNames> candidates = tables;
+            if (candidates.size() > 1) {
+                candidates = tables.stream().filter(t -> t.block.equals("particles")).toList();
+            }
+            if (candidates.size() != 1) {
+                throw new InvalidFileException(file, -1, "one loop_ with an _rlnImageName column (the particles, in "
+                        + "data_particles when there are several)", tables.isEmpty()
+                        ? "none in " + (blocks.isEmpty() ? "a file without data_ blocks" : String.join(", ", blocks))
+                        : tables.size() + " (" + String.join(", ", tables.stream().map(t -> "data_" + t.block
+                        + " line " + t.loopLine).toList()) + ")");
+            }
+            ImageNames names = candidates.getFirst();
+            if (names.count == 0) {
+                throw new InvalidFileException(file, -1, "particles in the loop_ on line " + names.loopLine,
+                        "no rows");
+            }
+            return names;
+        }
+    }
+
+    private static boolean sameNumber(String text, int value) {
+        try {
+            return Double.parseDouble(text) == value;
+        } catch (NumberFormatException e) {
+            return false;
+        }
+    }
+
+    private static Path resolve(Path base, String name, Path listing, long line) {
+        try {
+            return base.resolve(name);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw new InvalidFileException(listing, -1, "on line " + line + " a valid path", "'" + name + "' ("
+                    + e.getReason() + ")");
+        }
+    }
+
+    private static MrcHeader headerOf(Path file, Path listing, long line) {
         if (!Files.exists(file)) {
             throw new MemfitException(listing + " line " + line + ": expected an existing stack, found no file " + file);
         }
@@ -200,10 +334,16 @@ public final class ParticleStack implements RecordIndex {
     }
 
     private static List<String> readLines(Path file) {
+        if (Files.isDirectory(file)) {
+            throw new MemfitException(file + ": expected a list of particle stacks (one .mrcs path per line), found a folder");
+        }
         try {
             return Files.readAllLines(file);
         } catch (java.nio.file.NoSuchFileException e) {
             throw new MemfitException(file + ": no such file", e);
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new InvalidFileException(file, -1, "a UTF-8 text file listing particle stacks",
+                    "bytes that are not UTF-8 text (a binary file?)", e);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + file, e);
         }

@@ -62,7 +62,7 @@ public final class Npy {
         prefix.flip();
         if (prefix.remaining() >= 12 && prefix.get(6) > 1) {
             long declared = 12L + Integer.toUnsignedLong(prefix.order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(8));
-            if (declared > prefix.capacity() && declared <= size) {
+            if (declared > prefix.capacity() && declared <= size && declared <= 12L + NpyHeader.MAX_HEADER_BYTES) {
                 prefix = ByteBuffer.allocate(Math.toIntExact(declared));
                 readFully(channel, prefix, 0);
                 prefix.flip();

@@ -32,6 +32,10 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
     /** The six magic bytes that start every {@code .npy} file. */
     static final byte[] MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
     private static final int ALIGNMENT = 64;
+    /** The longest header read: numpy's own reader stops at 10,000 bytes unless told otherwise. */
+    static final int MAX_HEADER_BYTES = 1 << 20;
+    /** Python literals nest this deep at most (a shape inside a dict), so deeper nesting is refused, not recursed. */
+    private static final int MAX_NESTING = 16;
 
     /**
      * Validates the fields.
@@ -141,7 +145,16 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
     public long elementCount() {
         long count = 1;
         for (long dim : shape) {
-            count = Math.multiplyExact(count, dim);
+            if (dim == 0) {
+                return 0;
+            }
+        }
+        try {
+            for (long dim : shape) {
+                count = Math.multiplyExact(count, dim);
+            }
+        } catch (ArithmeticException e) {
+            throw new dev.memfit.MemfitException("shape " + Arrays.toString(shape) + " has more than 2^63 elements");
         }
         return count;
     }
@@ -152,7 +165,12 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
      * @return element count times element size
      */
     public long dataBytes() {
-        return Math.multiplyExact(elementCount(), dtype.byteSize());
+        try {
+            return Math.multiplyExact(elementCount(), dtype.byteSize());
+        } catch (ArithmeticException e) {
+            throw new dev.memfit.MemfitException("shape " + Arrays.toString(shape) + " of " + dtype.numpyCode()
+                    + " is more than 2^63 bytes");
+        }
     }
 
     /**
@@ -229,6 +247,10 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
             headerLength = Integer.toUnsignedLong(in.getInt());
         }
         int dictStart = in.position();
+        if (headerLength > MAX_HEADER_BYTES) {
+            throw new InvalidFileException(file, 8, "a header of at most " + MAX_HEADER_BYTES + " bytes",
+                    "a declared header length of " + headerLength + " bytes");
+        }
         long dataOffset = dictStart + headerLength;
         if (in.remaining() < headerLength) {
             throw new InvalidFileException(file, dictStart, "a header of " + headerLength + " bytes",
@@ -270,24 +292,79 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
             order = mark == '<' ? ByteOrder.LITTLE_ENDIAN : mark == '>' ? ByteOrder.BIG_ENDIAN : ByteOrder.nativeOrder();
             code = code.substring(1);
         }
-        if (code.equals("?")) {
-            code = "b1";
-        }
-        DType dtype = DType.fromNumpyCode(code);
+        DType dtype = dtypeOf(code);
         if (dtype == null) {
             throw new InvalidFileException(file, dictStart,
-                    "a supported dtype (f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)", "'" + descrText + "'");
+                    "a numeric dtype (f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)", refusal(descrText, code));
         }
+        // The data size with checked arithmetic, compared with the file before anyone allocates or maps by it. Like
+        // numpy, the product of the non-zero dimensions must fit, so that a per-sample size never overflows either.
+        long nonZero = dtype.byteSize();
+        boolean empty = false;
+        try {
+            for (long dim : shape) {
+                if (dim == 0) {
+                    empty = true;
+                } else {
+                    nonZero = Math.multiplyExact(nonZero, dim);
+                }
+            }
+            Math.addExact(dataOffset, nonZero);
+        } catch (ArithmeticException e) {
+            throw new InvalidFileException(file, dictStart, "a shape whose size fits in 64 bits",
+                    "shape " + shapeValue + " of '" + descrText + "': more than 2^63 bytes of data, the file has "
+                            + String.format("%,d", Math.max(0, fileSize - dataOffset)) + " bytes after the header");
+        }
+        long dataBytes = empty ? 0 : nonZero;
         NpyHeader header = new NpyHeader(dtype, order, fortranOrder, shape, major, dataOffset);
-        long expected = dataOffset + header.dataBytes();
+        long expected = dataOffset + dataBytes;
         if (fileSize != expected) {
             throw new InvalidFileException(file, dataOffset,
-                    header.dataBytes() + " data bytes for shape " + Arrays.toString(shape) + " of " + dtype.numpyCode()
+                    dataBytes + " data bytes for shape " + Arrays.toString(shape) + " of " + dtype.numpyCode()
                             + " (a file of " + expected + " bytes)",
                     (fileSize - dataOffset) + " data bytes (a file of " + fileSize + " bytes"
                             + (fileSize < expected ? ", truncated)" : ", longer than the shape says)"));
         }
         return header;
+    }
+
+    /** The numeric types, matched exactly (case matters: {@code U1} is unicode, {@code u1} is uint8). */
+    private static DType dtypeOf(String code) {
+        return switch (code) {
+            case "b1", "?" -> DType.BOOL;
+            case "i1" -> DType.INT8;
+            case "u1" -> DType.UINT8;
+            case "i2" -> DType.INT16;
+            case "u2" -> DType.UINT16;
+            case "i4" -> DType.INT32;
+            case "u4" -> DType.UINT32;
+            case "i8" -> DType.INT64;
+            case "u8" -> DType.UINT64;
+            case "f2", "e" -> DType.FLOAT16;
+            case "f4" -> DType.FLOAT32;
+            case "f8" -> DType.FLOAT64;
+            default -> null;
+        };
+    }
+
+    /** Names what a non-numeric dtype holds, so that nobody mistakes it for a damaged file. */
+    private static String refusal(String descr, String code) {
+        String quoted = "'" + descr + "'";
+        if (code.isEmpty()) {
+            return "an empty descr " + quoted;
+        }
+        return switch (code.charAt(0)) {
+            case 'U' -> "unicode strings (" + quoted + "), which are not numeric samples";
+            case 'S', 'a' -> "byte strings (" + quoted + "), which are not numeric samples";
+            case 'O' -> "Python objects (" + quoted + "), which are not numeric samples (and would need pickle)";
+            case 'c' -> "complex numbers (" + quoted + "); store the real and imaginary parts as two float arrays";
+            case 'M' -> "datetimes (" + quoted + "), which are not numeric samples; convert them to int64 or float64";
+            case 'm' -> "timedeltas (" + quoted + "), which are not numeric samples; convert them to int64 or float64";
+            case 'V' -> "raw void records (" + quoted + "), which are not numeric samples";
+            case 'f' -> "extended-precision floats (" + quoted + "); convert them to float64";
+            case 'b', 'i', 'u' -> "an integer type of an unsupported size (" + quoted + ")";
+            default -> "an unknown dtype " + quoted;
+        };
     }
 
     private static String printable(byte[] bytes) {
@@ -321,6 +398,7 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
     private static final class PyLiteralParser {
         private final String text;
         private int pos;
+        private int depth;
 
         PyLiteralParser(String text) {
             this.text = text;
@@ -346,13 +424,18 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
                 throw new IllegalArgumentException("unexpected end");
             }
             char c = text.charAt(pos);
+            if ((c == '{' || c == '(' || c == '[') && depth >= MAX_NESTING) {
+                throw new IllegalArgumentException("values nested more than " + MAX_NESTING + " deep");
+            }
             if (c == '{') {
                 pos++;
+                depth++;
                 Map<Object, Object> map = new LinkedHashMap<>();
                 while (true) {
                     skipSpace();
                     if (peek('}')) {
                         pos++;
+                        depth--;
                         return map;
                     }
                     Object key = parseValue();
@@ -370,11 +453,13 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
             if (c == '(' || c == '[') {
                 char close = c == '(' ? ')' : ']';
                 pos++;
+                depth++;
                 List<Object> items = new ArrayList<>();
                 while (true) {
                     skipSpace();
                     if (peek(close)) {
                         pos++;
+                        depth--;
                         return items;
                     }
                     items.add(parseValue());

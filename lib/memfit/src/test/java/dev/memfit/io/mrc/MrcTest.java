@@ -174,6 +174,54 @@ class MrcTest {
         assertTrue(e.getMessage().contains("room for 5 images"), e.getMessage());
     }
 
+    /**
+     * Header sizes that overflow 64 bits are refused from the header alone: NX = NY = 2^30 with 16 float32 images
+     * used to wrap around to a size that matched the file, and the reader then tried to allocate 2^62 bytes.
+     */
+    @Test
+    void headerSizesThatOverflowAreRefusedBeforeAnyAllocation(@TempDir Path dir) {
+        assertEquals("ok", PythonPeer.run("""
+                import sys, struct, numpy as np, mrcfile
+                d = sys.argv[1]
+                with mrcfile.new(f'{d}/base.mrcs', overwrite=True) as mrc:
+                    mrc.set_data(np.zeros((16, 4, 4), np.float32))
+                    mrc.set_image_stack()
+                raw = bytearray(open(f'{d}/base.mrcs', 'rb').read())
+                def patched(name, nx, ny, nz=16, nsymbt=0):
+                    b = bytearray(raw)
+                    struct.pack_into('<3i', b, 0, nx, ny, nz)
+                    struct.pack_into('<i', b, 92, nsymbt)
+                    open(f'{d}/{name}', 'wb').write(b)
+                patched('wrap.mrcs', 1 << 30, 1 << 30)
+                patched('max.mrcs', 2**31 - 1, 2**31 - 1, 1)
+                patched('huge.mrcs', 1 << 20, 1 << 20)
+                patched('ext.mrcs', 4, 4, 16, 2**31 - 1)
+                print('ok')
+                """, dir));
+        Path wrap = dir.resolve("wrap.mrcs");
+        String message = wrap + " at byte 0: expected a header whose sizes fit in a file (NX*NY*NZ*bytes per pixel "
+                + "below 2^63), found NX=1073741824 NY=1073741824 NZ=16 mode 2: 16 images of 1073741824x1073741824 f4 "
+                + "is more than 2^63 bytes of data, the file has 1,024 bytes after the header";
+        assertEquals(message, assertThrows(InvalidFileException.class, () -> Mrc.readHeader(wrap)).getMessage());
+        assertEquals(message, assertThrows(InvalidFileException.class, () -> Mrc.open(wrap)).getMessage());
+        assertEquals(message, assertThrows(InvalidFileException.class, () -> ParticleStack.open(wrap)).getMessage());
+        Path max = dir.resolve("max.mrcs");
+        assertTrue(assertThrows(InvalidFileException.class, () -> Mrc.readHeader(max)).getMessage()
+                .contains("found NX=2147483647 NY=2147483647 NZ=1 mode 2: 1 images of 2147483647x2147483647 f4 is more than 2^63 bytes"));
+        // no overflow, but far more than the file holds: compared with the file size, not allocated
+        Path huge = dir.resolve("huge.mrcs");
+        assertEquals(huge + " at byte 1024: expected 16 images of 1048576x1048576 f4 (70368744178688 bytes in all, "
+                + "with 0 bytes of extended header), found 2048 bytes (truncated?)",
+                assertThrows(InvalidFileException.class, () -> Mrc.readHeader(huge)).getMessage());
+        Path ext = dir.resolve("ext.mrcs");
+        assertEquals(ext + " at byte 92: expected an extended header (NSYMBT) that fits in the file, found "
+                + "NSYMBT=2147483647 in a file of 2048 bytes",
+                assertThrows(InvalidFileException.class, () -> Mrc.readHeader(ext)).getMessage());
+        dev.memfit.MemfitException built = assertThrows(dev.memfit.MemfitException.class, () -> MrcHeader.builder()
+                .setWidth(Integer.MAX_VALUE).setHeight(Integer.MAX_VALUE).setImages(Integer.MAX_VALUE).build());
+        assertTrue(built.getMessage().endsWith("make more than 2^63 bytes; use fewer or smaller images"), built.getMessage());
+    }
+
     @Test
     void unknownMode(@TempDir Path dir) throws IOException {
         byte[] bytes = Files.readAllBytes(stack(dir));
