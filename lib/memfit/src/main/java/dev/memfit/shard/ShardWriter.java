@@ -247,7 +247,7 @@ public final class ShardWriter {
             }
             // shards of another conversion (beyond the new count, or of the other layout) and dead runs' leftovers
             removed.addAll(removeStale(outputDir, shards, layout));
-            removed.addAll(lock.removeStaleTemporaries().stream().map(f -> f.getFileName().toString()).toList());
+            removed.addAll(lock.removedTemporaries().stream().map(f -> f.getFileName().toString()).sorted().toList());
             int written = 0;
             if (toWrite > 0) {
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's

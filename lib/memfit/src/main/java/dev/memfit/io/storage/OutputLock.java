@@ -65,6 +65,7 @@ public final class OutputLock implements AutoCloseable {
     private final FileChannel verifier;
     private final FileLock lock;
     private final OutputLock outer;
+    private List<Path> removed = List.of();
     private boolean closed;
 
     private OutputLock(Path target, Path lockFile, FileChannel channel, FileChannel verifier, FileLock lock,
@@ -170,7 +171,7 @@ public final class OutputLock implements AutoCloseable {
                 OutputLock acquired = new OutputLock(target, lockFile, channel, verifier, lock, null);
                 HELD.put(lockFile, acquired);
                 try {
-                    TempFiles.removeStale(folder, targetName);
+                    acquired.removed = List.copyOf(TempFiles.removeStale(folder, targetName));
                 } catch (RuntimeException e) {
                     acquired.close();
                     throw e;
@@ -284,15 +285,12 @@ public final class OutputLock implements AutoCloseable {
     }
 
     /**
-     * Removes the output's stale temporary files again (they are removed when the lock is taken): for a writer that
-     * replaces a whole folder's contents.
+     * The stale temporary files removed when the lock was taken (for a nested handle, those its outer lock removed).
      *
      * @return the files removed
      */
-    public List<Path> removeStaleTemporaries() {
-        Path folder = lockFile.getParent();
-        return TempFiles.removeStale(folder, lockFile.getFileName().toString().equals(FOLDER_LOCK) ? null
-                : target.getFileName().toString());
+    public List<Path> removedTemporaries() {
+        return outer != null ? outer.removedTemporaries() : removed;
     }
 
     /**
