@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.DirectoryStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -35,7 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Locks nest within one thread: locking an output this thread already holds, or a file inside a folder this
  * thread holds, returns a handle that releases nothing, so a command can lock its output up front and the writers it
  * calls can lock theirs without conflict (and without another lock file per shard). A file inside a folder that
- * another writer holds is refused like the folder itself.
+ * another writer holds is refused like the folder itself, and so is a folder holding a file another writer holds.
  *
  * <pre>{@code
  * try (OutputLock lock = OutputLock.acquire(Path.of("data.h5"))) {
@@ -171,6 +172,9 @@ public final class OutputLock implements AutoCloseable {
                 OutputLock acquired = new OutputLock(target, lockFile, channel, verifier, lock, null);
                 HELD.put(lockFile, acquired);
                 try {
+                    if (targetName == null) {
+                        refuseFilesWrittenByOthers(target);
+                    }
                     acquired.removed = List.copyOf(TempFiles.removeStale(folder, targetName));
                 } catch (RuntimeException e) {
                     acquired.close();
@@ -187,8 +191,37 @@ public final class OutputLock implements AutoCloseable {
     }
 
     /**
-     * Whether another process holds a folder's lock: 0 when nobody does (or there is no lock file), else the holder's
-     * pid (-1 when it cannot be read). A free lock is taken and dropped at once, the file left as it is.
+     * Refuses a folder in which another writer holds a file's own lock ({@code .NAME.lock}): a folder lock must not
+     * be taken over a file being written, nor its temporary file removed.
+     */
+    private static void refuseFilesWrittenByOthers(Path folder) {
+        try (DirectoryStream<Path> locks = Files.newDirectoryStream(folder, ".*.lock")) {
+            for (Path fileLock : locks) {
+                String name = fileLock.getFileName().toString();
+                if (name.equals(FOLDER_LOCK)) {
+                    continue;
+                }
+                Path file = folder.resolve(name.substring(1, name.length() - ".lock".length()));
+                OutputLock mine = HELD.get(fileLock);
+                if (mine != null) {
+                    if (mine.owner != Thread.currentThread()) {
+                        throw held(file, PID, true);
+                    }
+                    continue;
+                }
+                long holder = holderOf(fileLock);
+                if (holder != 0) {
+                    throw held(file, holder, false);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + folder, e);
+        }
+    }
+
+    /**
+     * Whether another process holds a lock: 0 when nobody does (or there is no lock file), else the holder's pid (-1
+     * when it cannot be read). A free lock is taken and dropped at once, the file left as it is.
      */
     private static long holderOf(Path folderLock) {
         if (!Files.exists(folderLock)) {

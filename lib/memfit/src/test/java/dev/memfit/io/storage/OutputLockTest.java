@@ -71,6 +71,26 @@ class OutputLockTest {
             assertEquals(0, holder.waitFor());
         }
         assertEquals(List.of(), listing(folder));
+
+        // a file of the folder written by another process: the folder is refused too, and the other way round
+        Path inside = folder.resolve("part.npy");
+        Process fileHolder = LockHolder.start(inside.toString());
+        try {
+            MemfitException busy = assertThrows(MemfitException.class, () -> OutputLock.acquireFolder(folder));
+            assertTrue(busy.getMessage().startsWith("another memfit process (pid " + fileHolder.pid() + ") is writing "
+                    + inside), busy.getMessage());
+            assertEquals(List.of(".part.npy.lock"), listing(folder), "the refused folder lock is gone again");
+        } finally {
+            fileHolder.destroyForcibly().waitFor();
+        }
+        Process folderHolder = LockHolder.start("--folder", folder.toString());
+        try {
+            MemfitException busy = assertThrows(MemfitException.class, () -> OutputLock.acquire(inside));
+            assertTrue(busy.getMessage().startsWith("another memfit process (pid " + folderHolder.pid() + ") is writing "
+                    + folder + ";"), busy.getMessage());
+        } finally {
+            folderHolder.destroyForcibly().waitFor();
+        }
         Path file = dir.resolve("a-file");
         Files.writeString(file, "x");
         MemfitException notAFolder = assertThrows(MemfitException.class, () -> OutputLock.acquireFolder(file));
