@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
 import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.storage.OutputLock;
 import dev.memfit.shard.GeneVocabulary;
 import dev.memfit.shard.ShardLayout;
 import dev.memfit.shard.ShardStore;
@@ -38,16 +39,30 @@ final class ShardCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        GeneVocabulary genes = null;
-        if (vocabulary != null) {
-            genes = GeneVocabulary.read(vocabulary);
-        } else if (topGenes != null) {
-            try (H5ad h5ad = H5ad.open(input)) {
-                genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
+        ShardWriter.Result result;
+        // locked up front: a second run fails at once, before --top-genes reads the whole matrix
+        try (OutputLock lock = OutputLock.acquireFolder(output)) {
+            GeneVocabulary genes = null;
+            if (vocabulary != null) {
+                genes = GeneVocabulary.read(vocabulary);
+            } else if (topGenes != null) {
+                try (H5ad h5ad = H5ad.open(input)) {
+                    genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
+                }
             }
+            result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
+                    .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
         }
-        ShardWriter.Result result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
-                .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
+        for (String shard : result.repaired()) {
+            System.out.println("repaired " + shard);
+        }
+        if (!result.removed().isEmpty()) {
+            System.out.println("removed " + result.removed().size() + " stale file(s): " + String.join(", ", result.removed()));
+        }
+        if (!result.foreign().isEmpty()) {
+            System.out.println("warning: " + String.join(", ", result.foreign()) + " in " + output
+                    + " are not part of the shard set; memfit validate rejects the folder until they are moved out");
+        }
         try (ShardStore store = ShardStore.open(output)) {
             System.out.printf("%d %s shards (%d written now) of %,d cells x %,d genes in %s, %.1f MB%n", result.shards(),
                     result.layout().key(), result.written(), result.cells(), result.genes(), output, store.storedBytes() / 1e6);

@@ -9,6 +9,8 @@ import dev.memfit.ProgressListener;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.OutputLock;
+import dev.memfit.io.storage.TempFiles;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.io.npy.Npy;
@@ -199,9 +201,13 @@ public final class FeatureCache {
             if (problem == null) {
                 return new Result(data, Status.HIT, "", (System.nanoTime() - start) / 1e9);
             }
-            boolean existed = Files.exists(manifest) || Files.exists(data);
-            build(directory, name, data, manifest, parameters, items, extractor, progress);
-            return new Result(data, existed ? Status.REBUILT : Status.BUILT, problem, (System.nanoTime() - start) / 1e9);
+            // one builder per cache entry: a second process fails at once instead of writing the same file
+            try (OutputLock lock = OutputLock.acquire(data)) {
+                TempFiles.removeStale(lock.target().getParent(), manifest.getFileName().toString());
+                boolean existed = Files.exists(manifest) || Files.exists(data);
+                build(directory, name, data, manifest, parameters, items, extractor, progress);
+                return new Result(data, existed ? Status.REBUILT : Status.BUILT, problem, (System.nanoTime() - start) / 1e9);
+            }
         }
 
         /**
@@ -321,7 +327,7 @@ public final class FeatureCache {
             record.put("crc32c", crc32c(written.data()));
             record.put("build_seconds", (System.nanoTime() - started) / 1e9);
             record.put("created", Instant.now().toString());
-            Path temporary = directory.resolve("." + manifest.getFileName() + ".partial");
+            Path temporary = TempFiles.beside(manifest);
             Files.writeString(temporary, JSON.writeValueAsString(record));
             AtomicMove.replace(temporary, manifest);
         } catch (IOException e) {

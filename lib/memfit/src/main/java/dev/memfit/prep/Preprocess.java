@@ -5,6 +5,7 @@ import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.H5adWriter;
+import dev.memfit.io.storage.OutputLock;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -176,7 +177,9 @@ public final class Preprocess {
     }
 
     private static Result run(Path input, Path output, int highlyVariable, double targetSum, ProgressListener listener) {
-        try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+        // the output is locked before pass one: a second run writing it fails at once, not after a pass over X
+        try (OutputLock lock = OutputLock.acquire(output);
+             H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
             GeneStatistics statistics = statistics(input, h5ad, highlyVariable, targetSum, cellTotals, listener);

@@ -9,6 +9,7 @@ import dev.memfit.MemfitException;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.io.storage.OutputLock;
 import dev.memfit.source.SampleSource;
 
 import java.io.IOException;
@@ -120,7 +121,9 @@ public final class ShardStore implements SampleSource {
 
     /**
      * Checks a shard folder completely: metadata, every file's presence, size and CRC32C, every array's type and
-     * shape, for CSR every row pointer and gene index, and every cell table's row count.
+     * shape, for CSR every row pointer and gene index, every cell table's row count, and that the folder holds no
+     * file the metadata does not list (a stale shard of an earlier conversion, a temporary file of an interrupted
+     * run, a stray {@code .npy}) but the metadata and a writer's lock file.
      *
      * @param folder the folder
      * @throws MemfitException naming the first problem: the file, what was expected and what was found
@@ -128,58 +131,126 @@ public final class ShardStore implements SampleSource {
     public static void validate(Path folder) {
         JsonNode metadata = metadata(folder);
         for (JsonNode shard : metadata.path("shards")) {
-            JsonNode listed = shard.path("files");
-            if (listed.isArray() && !listed.isEmpty()) {
-                for (JsonNode file : listed) {
-                    Path path = folder.resolve(file.path("file").asText());
-                    if (!Files.exists(path)) {
-                        throw new MemfitException(path + ": expected the shard listed in " + ShardWriter.METADATA
-                                + ", found no file");
-                    }
-                    long crc = ShardWriter.crc32c(path);
-                    long bytes = size(path);
-                    if (bytes != file.path("bytes").asLong() || crc != file.path("crc32c").asLong()) {
-                        throw new InvalidFileException(path, -1, file.path("bytes").asLong() + " bytes of CRC32C "
-                                + Long.toHexString(file.path("crc32c").asLong()) + " as " + ShardWriter.METADATA + " records",
-                                bytes + " bytes of CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
-                    }
+            checkShard(folder, metadata, shard);
+        }
+        List<String> unexpected = unexpectedFiles(folder, metadata);
+        if (!unexpected.isEmpty()) {
+            throw new MemfitException(folder + ": expected only the files " + ShardWriter.METADATA + " lists, found "
+                    + unexpected.size() + " more: " + String.join(", ", unexpected.subList(0, Math.min(10, unexpected.size())))
+                    + (unexpected.size() > 10 ? ", ..." : "") + " (stale shards and temporary files: run memfit shard "
+                    + "again to remove them; move any other file out of the folder)");
+        }
+        // and what opening checks across shards (the store's layout and sizes), as a loader will open it
+        open(folder).close();
+    }
+
+    /**
+     * Checks one shard of a folder as {@link #validate} does: its files' presence, size and CRC32C, its arrays'
+     * types and shapes, for CSR its row pointers and gene indices, and its cell table's row count.
+     *
+     * @param folder the shard folder
+     * @param metadata the folder's metadata
+     * @param shard the shard's entry
+     * @throws MemfitException naming the file, what was expected and what was found
+     */
+    static void checkShard(Path folder, JsonNode metadata, JsonNode shard) {
+        long cells = shard.path("cells").asLong();
+        long genes = metadata.path("vocabulary").size();
+        JsonNode listed = shard.path("files");
+        if (listed.isArray() && !listed.isEmpty()) {
+            for (JsonNode file : listed) {
+                Path path = folder.resolve(file.path("file").asText());
+                if (!Files.exists(path)) {
+                    throw new MemfitException(path + ": expected the shard listed in " + ShardWriter.METADATA
+                            + ", found no file");
                 }
+                long crc = ShardWriter.crc32c(path);
+                long bytes = size(path);
+                if (bytes != file.path("bytes").asLong() || crc != file.path("crc32c").asLong()) {
+                    throw new InvalidFileException(path, -1, file.path("bytes").asLong() + " bytes of CRC32C "
+                            + Long.toHexString(file.path("crc32c").asLong()) + " as " + ShardWriter.METADATA + " records",
+                            bytes + " bytes of CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
+                }
+            }
+            if (ShardLayout.of(metadata.path("layout").asText(ShardLayout.DENSE.key())) == ShardLayout.SPARSE) {
+                checkSparse(folder, shard, cells, genes);
             } else {
-                // format version 1: one dense .npy per shard, the CRC32C of its data region
-                Path npy = folder.resolve(shard.path("file").asText());
-                NpyHeader header = checkArray(npy, DType.FLOAT32, shard.path("cells").asLong(), metadata.path("vocabulary").size());
-                long crc = ShardWriter.checksum(npy);
-                if (crc != shard.path("crc32c").asLong()) {
-                    throw new InvalidFileException(npy, header.dataOffset(), "CRC32C " + Long.toHexString(shard.path("crc32c").asLong())
-                            + " as " + ShardWriter.METADATA + " records", "CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
-                }
+                checkArray(folder.resolve(shard.path("file").asText()), DType.FLOAT32, cells, genes);
             }
-            Path parquet = folder.resolve(shard.path("metadata").asText());
-            long rows;
-            try (var stream = ParquetReader.streamContentToStrings(parquet.toFile())) {
-                rows = stream.count();
-            } catch (IOException | RuntimeException e) {
-                throw new InvalidFileException(parquet, -1, "a Parquet table of cell metadata", "an unreadable file: " + e.getMessage(), e);
-            }
-            if (rows != shard.path("cells").asLong()) {
-                throw new InvalidFileException(parquet, -1, shard.path("cells").asLong() + " rows of cell metadata", rows + " rows");
+        } else {
+            // format version 1: one dense .npy per shard, the CRC32C of its data region
+            Path npy = folder.resolve(shard.path("file").asText());
+            NpyHeader header = checkArray(npy, DType.FLOAT32, cells, genes);
+            long crc = ShardWriter.checksum(npy);
+            if (crc != shard.path("crc32c").asLong()) {
+                throw new InvalidFileException(npy, header.dataOffset(), "CRC32C " + Long.toHexString(shard.path("crc32c").asLong())
+                        + " as " + ShardWriter.METADATA + " records", "CRC32C " + Long.toHexString(crc) + " (corrupt or replaced)");
             }
         }
-        // types, shapes and row pointers as opening checks them; then every gene index
-        try (ShardStore store = open(folder)) {
-            if (store.layout == ShardLayout.SPARSE) {
-                for (int s = 0; s < store.sizes.length; s++) {
-                    MemorySegment shardIndices = store.indices[s];
-                    long n = shardIndices.byteSize() / Integer.BYTES;
-                    for (long k = 0; k < n; k++) {
-                        int gene = shardIndices.get(INT_LE, k * Integer.BYTES);
-                        if (Integer.compareUnsigned(gene, store.genes) >= 0) {
-                            throw store.badIndex(s, k, gene);
-                        }
-                    }
+        Path parquet = folder.resolve(shard.path("metadata").asText());
+        long rows;
+        try (var stream = ParquetReader.streamContentToStrings(parquet.toFile())) {
+            rows = stream.count();
+        } catch (IOException | RuntimeException e) {
+            throw new InvalidFileException(parquet, -1, "a Parquet table of cell metadata", "an unreadable file: " + e.getMessage(), e);
+        }
+        if (rows != cells) {
+            throw new InvalidFileException(parquet, -1, cells + " rows of cell metadata", rows + " rows");
+        }
+    }
+
+    /** A CSR shard's arrays: types and shapes, row pointers, and every gene index below the vocabulary's size. */
+    private static void checkSparse(Path folder, JsonNode shard, long cells, long genes) {
+        long nnz = shard.path("nnz").asLong(-1);
+        Path data = roleFile(folder, shard, "data");
+        Path index = roleFile(folder, shard, "indices");
+        Path indptr = roleFile(folder, shard, "indptr");
+        checkArray(data, DType.FLOAT32, nnz, -1);
+        checkArray(index, DType.INT32, nnz, -1);
+        checkArray(indptr, DType.INT64, cells + 1, -1);
+        try (NpyArray pointers = Npy.map(indptr)) {
+            checkPointers(pointers, nnz);
+        }
+        try (NpyArray indices = Npy.map(index)) {
+            MemorySegment values = indices.data();
+            long n = values.byteSize() / Integer.BYTES;
+            for (long k = 0; k < n; k++) {
+                int gene = values.get(INT_LE, k * Integer.BYTES);
+                if (Integer.compareUnsigned(gene, (int) genes) >= 0) {
+                    throw new InvalidFileException(index, indices.header().dataOffset() + k * Integer.BYTES,
+                            "gene indices in [0, " + genes + ") (the vocabulary)", "index " + gene + " at stored value " + k);
                 }
             }
         }
+    }
+
+    /**
+     * The names of the files in a shard folder that its metadata does not list, sorted: neither the metadata, nor a
+     * writer's lock file, nor a file of a listed shard.
+     *
+     * @param folder the shard folder
+     * @param metadata its metadata
+     * @return the names, empty when the folder holds only the shard set
+     */
+    static List<String> unexpectedFiles(Path folder, JsonNode metadata) {
+        java.util.Set<String> expected = new java.util.HashSet<>(List.of(ShardWriter.METADATA, OutputLock.FOLDER_LOCK));
+        for (JsonNode shard : metadata.path("shards")) {
+            expected.add(shard.path("metadata").asText());
+            if (shard.has("file")) {
+                expected.add(shard.path("file").asText());
+            }
+            for (JsonNode file : shard.path("files")) {
+                expected.add(file.path("file").asText());
+            }
+        }
+        List<String> unexpected = new ArrayList<>();
+        try (var files = Files.list(folder)) {
+            files.map(file -> file.getFileName().toString()).filter(name -> !expected.contains(name)).sorted()
+                    .forEach(unexpected::add);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + folder, e);
+        }
+        return unexpected;
     }
 
     private static long size(Path file) {

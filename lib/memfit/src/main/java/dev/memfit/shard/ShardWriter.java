@@ -10,6 +10,8 @@ import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.OutputLock;
+import dev.memfit.io.storage.TempFiles;
 import dev.memfit.DType;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.npy.Npy;
@@ -32,10 +34,13 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
 /**
@@ -46,8 +51,15 @@ import java.util.zip.CRC32C;
  * shard with its size and CRC32C, and whether the set is complete).
  *
  * <p>Memory is bounded by one chunk of rows, not by the file. Each shard is written under a temporary name and
- * renamed; the metadata is rewritten after each shard, so an interrupted run resumes after the last complete shard
- * (all its files present, checked by checksum) and never leaves a shard that reads as valid half-written.
+ * renamed; the metadata is rewritten after each shard, so an interrupted run never leaves a shard that reads as valid
+ * half-written.
+ *
+ * <p>One writer at a time: the folder is locked ({@link OutputLock}, {@code .memfit.lock} inside it) for the whole
+ * run, and a second writer fails at once naming the first one's pid. A run into a folder that holds the same
+ * conversion checks every listed shard as {@link ShardStore#validate} does and writes again only those that fail
+ * (an interrupted run resumes; a damaged shard is repaired, and {@link Result#repaired()} says why); a run of another
+ * conversion replaces the set. Either way the shard files the new set does not have and the temporary files of
+ * dead runs are removed, so a finished run leaves a folder that validates.
  */
 public final class ShardWriter {
 
@@ -69,8 +81,15 @@ public final class ShardWriter {
      * @param cells cells in all shards
      * @param genes vocabulary size
      * @param layout how the shards store their cells
+     * @param repaired the listed shards that failed their check and were written again, each as
+     *                 {@code "shard_000003 (shard_000003.parquet: expected 100 rows of cell metadata, found 0 rows)"}
+     * @param removed the files removed: shards of an earlier conversion this set does not have (beyond its count, or
+     *                of the other layout) and temporary files of runs that died
+     * @param foreign files in the folder that are not part of the set and were left alone ({@link ShardStore#validate}
+     *                rejects the folder until they are moved out)
      */
-    public record Result(int shards, int written, long cells, int genes, ShardLayout layout) {
+    public record Result(int shards, int written, long cells, int genes, ShardLayout layout, List<String> repaired,
+                         List<String> removed, List<String> foreign) {
     }
 
     /**
@@ -158,12 +177,12 @@ public final class ShardWriter {
         }
 
         /**
-         * Validates the settings and converts the input, resuming after the last complete shard of an earlier
-         * run of the same conversion.
+         * Validates the settings and converts the input, keeping the shards of an earlier run of the same conversion
+         * that pass validation and writing the rest.
          *
          * @param outputDir the shard folder (created if needed)
          * @return what was done
-         * @throws MemfitException naming the setting to change
+         * @throws MemfitException naming the setting to change, or when another process is writing the folder
          */
         public Result write(Path outputDir) {
             if (input == null) {
@@ -189,6 +208,7 @@ public final class ShardWriter {
 
     private static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary,
                                 ShardLayout requested, ProgressListener listener) {
+        // the input is opened and checked before the folder is touched: a file or settings refused here leave nothing
         try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
             // sparse X stays sparse; dense X stays dense (it was stored dense, so it is not known to be sparse, and
             // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
@@ -210,55 +230,88 @@ public final class ShardWriter {
             int shards = (int) shardCount;
             Map<String, Object> obs = h5ad.columns("obs");
             String[] barcodes = h5ad.index("obs");
-            Files.createDirectories(outputDir);
-            ObjectNode metadata = resumable(outputDir, input, shardSize, genes, cells, layout);
-            ArrayNode done = (ArrayNode) metadata.get("shards");
-            if (done.size() < shards) {
-                // from here on the folder is being rewritten: it must not read as complete if this run stops
-                metadata.put("complete", false);
-                writeAtomically(outputDir.resolve(METADATA), metadata);
-            }
-            int written = 0;
-            if (done.size() < shards) {
-                h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's
-            }
-            try (Arena arena = Arena.ofConfined();
-                 ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
-                Buffers buffers = new Buffers(arena, h5ad, genes.genes().size(), layout);
-                progress.step(Math.min(cells, done.size() * shardSize));
-                for (int s = done.size(); s < shards; s++) {
-                    long first = s * shardSize;
-                    long count = Math.min(shardSize, cells - first);
-                    String name = String.format("shard_%06d", s);
-                    ObjectNode entry = JSON.createObjectNode();
-                    ArrayNode files = JSON.createArrayNode();
-                    if (layout == ShardLayout.DENSE) {
-                        Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
-                                buffers, progress);
-                        entry.put("file", npy.getFileName().toString());
-                        files.add(fileEntry("x", npy));
-                    } else {
-                        long nnz = writeSparse(input, outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
-                        entry.put("nnz", nnz);
-                        for (String role : SPARSE_ROLES) {
-                            files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
-                        }
-                    }
-                    Path parquet = outputDir.resolve(name + ".parquet");
-                    writeParquet(parquet, barcodes, obs, first, count);
-                    files.add(fileEntry("metadata", parquet));
-                    entry.put("metadata", parquet.getFileName().toString());
-                    entry.put("cells", count);
-                    entry.set("files", files);
-                    done.add(entry);
-                    metadata.put("complete", s == shards - 1);
-                    writeAtomically(outputDir.resolve(METADATA), metadata);
-                    written++;
+            // one writer per folder, taken before anything is written; it also removes dead runs' temporary files
+            try (OutputLock lock = OutputLock.acquireFolder(outputDir)) {
+                ObjectNode metadata = resumable(outputDir, input, shardSize, genes, cells, layout);
+                ArrayNode listed = (ArrayNode) metadata.get("shards");
+                while (listed.size() > shards) {
+                    listed.remove(listed.size() - 1);
                 }
-                metadata.put("complete", true);
-                writeAtomically(outputDir.resolve(METADATA), metadata);
+                // every listed shard checked as validate checks it; a shard validate would reject is written again
+                boolean[] good = new boolean[shards];
+                List<String> repaired = new ArrayList<>();
+                long goodCells = 0;
+                for (int s = 0; s < listed.size(); s++) {
+                    String problem = problem(outputDir, metadata, listed.get(s), Math.min(shardSize, cells - s * shardSize));
+                    good[s] = problem == null;
+                    if (good[s]) {
+                        goodCells += listed.get(s).path("cells").asLong();
+                    } else {
+                        repaired.add(shardName(s) + " (" + problem + ")");
+                    }
+                }
+                int toWrite = shards - (int) java.util.stream.IntStream.range(0, shards).filter(s -> good[s]).count();
+                List<String> removed = new ArrayList<>();
+                if (toWrite > 0 || !metadata.path("complete").asBoolean(false)) {
+                    // from here on the folder is being rewritten: it must not read as complete if this run stops
+                    metadata.put("complete", false);
+                    writeAtomically(outputDir.resolve(METADATA), metadata);
+                }
+                // shards of another conversion (beyond the new count, or of the other layout) and dead runs' leftovers
+                removed.addAll(removeStale(outputDir, shards, layout));
+                removed.addAll(lock.removedTemporaries().stream().map(f -> f.getFileName().toString()).sorted().toList());
+                int written = 0;
+                if (toWrite > 0) {
+                    h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's
+                }
+                try (Arena arena = Arena.ofConfined();
+                     ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
+                    Buffers buffers = toWrite > 0 ? new Buffers(arena, h5ad, genes.genes().size(), layout) : null;
+                    progress.step(goodCells);
+                    for (int s = 0; s < shards; s++) {
+                        if (good[s]) {
+                            continue;
+                        }
+                        long first = s * shardSize;
+                        long count = Math.min(shardSize, cells - first);
+                        String name = shardName(s);
+                        ObjectNode entry = JSON.createObjectNode();
+                        ArrayNode files = JSON.createArrayNode();
+                        if (layout == ShardLayout.DENSE) {
+                            Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
+                                    buffers, progress);
+                            entry.put("file", npy.getFileName().toString());
+                            files.add(fileEntry("x", npy));
+                        } else {
+                            long nnz = writeSparse(input, outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
+                            entry.put("nnz", nnz);
+                            for (String role : SPARSE_ROLES) {
+                                files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
+                            }
+                        }
+                        Path parquet = outputDir.resolve(name + ".parquet");
+                        writeParquet(parquet, barcodes, obs, first, count);
+                        files.add(fileEntry("metadata", parquet));
+                        entry.put("metadata", parquet.getFileName().toString());
+                        entry.put("cells", count);
+                        entry.set("files", files);
+                        if (s < listed.size()) {
+                            listed.set(s, entry);
+                        } else {
+                            listed.add(entry);
+                        }
+                        writeAtomically(outputDir.resolve(METADATA), metadata);
+                        written++;
+                    }
+                    if (!metadata.path("complete").asBoolean(false)) {
+                        metadata.put("complete", true);
+                        writeAtomically(outputDir.resolve(METADATA), metadata);
+                    }
+                }
+                List<String> foreign = ShardStore.unexpectedFiles(outputDir, metadata);
+                return new Result(shards, written, cells, genes.genes().size(), layout, List.copyOf(repaired),
+                        List.copyOf(removed), foreign);
             }
-            return new Result(shards, written, cells, genes.genes().size(), layout);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write shards to " + outputDir, e);
         }
@@ -267,6 +320,57 @@ public final class ShardWriter {
     /** The first few names of a list, for messages. */
     private static String sample(List<String> names) {
         return String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "");
+    }
+
+    private static String shardName(int shard) {
+        return String.format("shard_%06d", shard);
+    }
+
+    /** A shard's files: {@code shard_NNNNNN.npy}, {@code shard_NNNNNN.<role>.npy}, {@code shard_NNNNNN.parquet}. */
+    private static final Pattern SHARD_FILE = Pattern.compile("shard_(\\d{6,})(?:\\.(data|indices|indptr))?\\.(npy|parquet)");
+
+    /**
+     * Deletes the shard files a set of {@code shards} shards in {@code layout} does not have: those of an earlier
+     * conversion into the same folder with more shards or the other layout. Other files are left alone.
+     */
+    private static List<String> removeStale(Path folder, int shards, ShardLayout layout) throws IOException {
+        List<String> removed = new ArrayList<>();
+        try (var files = Files.list(folder)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Matcher match = SHARD_FILE.matcher(file.getFileName().toString());
+                if (!match.matches()) {
+                    continue;
+                }
+                long shard = Long.parseLong(match.group(1));
+                boolean parquet = match.group(3).equals("parquet");
+                boolean ours = shard < shards && (parquet
+                        || (layout == ShardLayout.DENSE) == (match.group(2) == null));
+                if (!ours && Files.deleteIfExists(file)) {
+                    removed.add(file.getFileName().toString());
+                }
+            }
+        }
+        removed.sort(null);
+        return removed;
+    }
+
+    /**
+     * Why a listed shard would fail validation, in a few words naming its file, or null when it passes: the checks
+     * of {@link ShardStore#validate}, and that it holds the cells its place in the set calls for.
+     */
+    private static String problem(Path folder, JsonNode metadata, JsonNode shard, long cells) {
+        if (shard.path("cells").asLong(-1) != cells) {
+            return METADATA + " lists " + shard.path("cells").asLong(-1) + " cells, expected " + cells;
+        }
+        try {
+            ShardStore.checkShard(folder, metadata, shard);
+            return null;
+        } catch (MemfitException | UncheckedIOException e) {
+            String message = e.getMessage();
+            // the folder is named once, in the report's heading: each problem names just the file
+            return message.replace(folder.toAbsolutePath() + java.io.File.separator, "")
+                    .replace(folder + java.io.File.separator, "");
+        }
     }
 
     /** The files of a sparse shard, {@code shard_NNNNNN.<role>.npy}, in the order they are listed. */
@@ -470,32 +574,6 @@ public final class ShardWriter {
     }
 
     /**
-     * Whether every file a shard entry lists is there with its recorded size and CRC32C.
-     *
-     * @param folder the shard folder
-     * @param shard the entry
-     * @return true when all match (an entry listing no files never does)
-     */
-    static boolean filesMatch(Path folder, JsonNode shard) {
-        JsonNode files = shard.path("files");
-        if (!files.isArray() || files.isEmpty()) {
-            return false;
-        }
-        for (JsonNode file : files) {
-            Path path = folder.resolve(file.path("file").asText());
-            try {
-                if (!Files.isRegularFile(path) || Files.size(path) != file.path("bytes").asLong(-1)
-                        || crc32c(path) != file.path("crc32c").asLong(-1)) {
-                    return false;
-                }
-            } catch (IOException e) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
      * The CRC32C of all of a file's bytes, read in blocks of 1 MiB.
      *
      * @param file the file
@@ -519,7 +597,10 @@ public final class ShardWriter {
         }
     }
 
-    /** The metadata to continue from: the existing one when it describes the same conversion, else a fresh one. */
+    /**
+     * The metadata to continue from: the existing one when it describes the same conversion (its listed shards still
+     * to be checked), else a fresh one listing no shard.
+     */
     private static ObjectNode resumable(Path outputDir, Path input, long shardSize, GeneVocabulary genes, long cells,
                                         ShardLayout layout) {
         Path file = outputDir.resolve(METADATA);
@@ -533,17 +614,8 @@ public final class ShardWriter {
                         && existing.path("source_modified").asText().equals(Files.getLastModifiedTime(input).toString())
                         && existing.path("shard_size").asLong() == shardSize && existing.path("cells").asLong() == cells
                         && JSON.convertValue(existing.path("vocabulary"), java.util.List.class).equals(genes.genes());
-                if (same && existing instanceof ObjectNode object) {
-                    ArrayNode kept = JSON.createArrayNode();
-                    // a shard counts as done only when all its files are there and match their checksums
-                    for (JsonNode shard : existing.path("shards")) {
-                        if (filesMatch(outputDir, shard)) {
-                            kept.add(shard);
-                        } else {
-                            break;
-                        }
-                    }
-                    object.set("shards", kept);
+                if (same && existing instanceof ObjectNode object && existing.path("shards").isArray()) {
+                    // every listed shard is kept here and checked by the caller, which rewrites those that fail
                     return object;
                 }
             } catch (IOException | RuntimeException e) {
@@ -585,8 +657,17 @@ public final class ShardWriter {
             }
         }
         MessageType type = schema.named("cells");
-        Path temporary = target.resolveSibling("." + target.getFileName() + ".partial");
-        Files.deleteIfExists(temporary);
+        Path temporary = TempFiles.beside(target);
+        try {
+            writeParquetRows(temporary, type, barcodes, columns, first, count);
+            AtomicMove.replace(temporary, target);
+        } finally {
+            Files.deleteIfExists(temporary);
+        }
+    }
+
+    private static void writeParquetRows(Path temporary, MessageType type, String[] barcodes,
+                                         Map<String, Object> columns, long first, long count) throws IOException {
         try (ParquetWriter<Integer> writer = ParquetWriter.writeFile(type, temporary.toFile(), (row, values) -> {
             values.write("cell_id", barcodes.length > row ? barcodes[row] : Integer.toString(row));
             for (Map.Entry<String, Object> column : columns.entrySet()) {
@@ -604,7 +685,6 @@ public final class ShardWriter {
                 writer.write(Math.toIntExact(row));
             }
         }
-        AtomicMove.replace(temporary, target);
     }
 
     /** The CRC32C of a {@code .npy}'s data region, as format version 1 of the metadata records it. */
@@ -621,7 +701,7 @@ public final class ShardWriter {
     }
 
     private static void writeAtomically(Path target, JsonNode content) throws IOException {
-        Path temporary = target.resolveSibling("." + target.getFileName() + ".partial");
+        Path temporary = TempFiles.beside(target);
         Files.writeString(temporary, JSON.writeValueAsString(content));
         AtomicMove.replace(temporary, target);
     }

@@ -1,15 +1,13 @@
 package dev.memfit.source;
 
 import dev.memfit.ProgressListener;
+import dev.memfit.io.storage.OutputLock;
 import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -44,9 +42,10 @@ public final class SampleFiles {
     public static FileSet write(SampleSource source, Path folder, ProgressListener listener) {
         long[] shape = source.sampleShape().getShape();
         int digits = Math.max(6, Long.toString(source.size()).length());
-        try (Arena arena = Arena.ofConfined();
+        // the folder is locked once; each file's own lock then nests in it (no lock file per sample)
+        try (OutputLock lock = OutputLock.acquireFolder(folder);
+             Arena arena = Arena.ofConfined();
              ProgressListener.Task progress = listener.start("Writing " + folder.getFileName(), source.size(), "files")) {
-            Files.createDirectories(folder);
             MemorySegment sample = arena.allocate(source.sampleBytes(), 64);
             for (long i = 0; i < source.size(); i++) {
                 source.read(i, sample);
@@ -54,8 +53,6 @@ public final class SampleFiles {
                         NpyHeader.of(source.dtype(), shape), sample);
                 progress.step(1);
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot create " + folder, e);
         }
         return FileSet.open(folder);
     }

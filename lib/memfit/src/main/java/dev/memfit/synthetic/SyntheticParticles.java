@@ -3,6 +3,9 @@ package dev.memfit.synthetic;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.DType;
+import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.OutputLock;
+import dev.memfit.io.storage.TempFiles;
 import dev.memfit.io.mrc.Mrc;
 import dev.memfit.io.mrc.MrcHeader;
 import dev.memfit.io.mrc.MrcWriter;
@@ -200,17 +203,19 @@ public final class SyntheticParticles {
     }
 
     private static Written write(Path directory, Builder settings) {
+        // one writer per folder (it holds the stacks, the STAR file and the labels together)
+        try (OutputLock lock = OutputLock.acquireFolder(directory)) {
+            return writeStacks(directory, settings);
+        }
+    }
+
+    private static Written writeStacks(Path directory, Builder settings) {
         long particles = settings.particles;
         int size = settings.size;
         int perStack = settings.perStack;
         double noise = settings.noise;
         double maxAngle = settings.maxAngle;
         long seed = settings.seed;
-        try {
-            Files.createDirectories(directory);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot create " + directory, e);
-        }
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed);
         UnitSphereSampler axis = UnitSphereSampler.of(rng, 3);
         ZigguratSampler.NormalizedGaussian gaussian = ZigguratSampler.NormalizedGaussian.of(rng);
@@ -247,7 +252,9 @@ public final class SyntheticParticles {
         }
         Path starFile = directory.resolve("particles.star");
         try {
-            Files.writeString(starFile, star);
+            Path temporary = TempFiles.beside(starFile);
+            Files.writeString(temporary, star);
+            AtomicMove.replace(temporary, starFile);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + starFile, e);
         }

@@ -214,7 +214,7 @@ class SparseShardsTest {
     }
 
     @Test
-    void resumingRedoesEveryShardFromTheFirstDamagedFile() throws IOException {
+    void resumingRedoesEveryDamagedShardAndOnlyThose() throws IOException {
         Path out = dir.resolve("resume");
         ShardWriter.builder().setInput(input).optShardSize(40).write(out);
         byte[] before = Files.readAllBytes(out.resolve("shard_000002.indices.npy"));
@@ -222,8 +222,11 @@ class SparseShardsTest {
             file.seek(file.length() - 4);
             file.writeInt(0x7f7f7f7f);
         }
-        assertEquals(3, ShardWriter.builder().setInput(input).optShardSize(40).write(out).written(),
-                "shards 1, 2 and 3 rewritten: shard 1 no longer matches its checksum");
+        ShardWriter.Result repair = ShardWriter.builder().setInput(input).optShardSize(40).write(out);
+        assertEquals(1, repair.written(), "only shard 1 rewritten: it no longer matches its checksum");
+        assertEquals(1, repair.repaired().size(), repair.repaired().toString());
+        assertTrue(repair.repaired().getFirst().startsWith("shard_000001 (shard_000001.data.npy: expected ")
+                && repair.repaired().getFirst().contains("(corrupt or replaced)"), repair.repaired().toString());
         ShardStore.validate(out);
         assertCellsEqual(out, dense);
         assertArrayEquals(before, Files.readAllBytes(out.resolve("shard_000002.indices.npy")), "rewritten identically");

@@ -2,6 +2,8 @@ package dev.memfit.io.hdf5;
 
 import dev.memfit.DType;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.OutputLock;
+import dev.memfit.io.storage.TempFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -27,6 +29,8 @@ import java.util.Map;
  * contiguous (fastest to read by mapping): the values go straight to the file and the column indices to a spill file
  * next to it, copied in at the end (a contiguous dataset needs its size before the next one starts). The file is
  * written under a temporary name and renamed by {@link #commit()}; a writer closed without {@code commit} deletes it.
+ * The output is locked ({@link OutputLock}) from {@code create} until the writer is closed: a second writer of the
+ * same file fails at once, naming the first one's pid.
  */
 public final class H5adWriter implements AutoCloseable {
 
@@ -177,6 +181,7 @@ public final class H5adWriter implements AutoCloseable {
     private final Path output;
     private final Path temporary;
     private final Path spill;
+    private final OutputLock lock;
     private final String[] genes;
     private final Layout layout;
     private final Hdf5Writer hdf;
@@ -192,13 +197,14 @@ public final class H5adWriter implements AutoCloseable {
     private long cells;
     private boolean done;
 
-    private H5adWriter(Path output, String[] genes, Layout layout) throws IOException {
+    private H5adWriter(Path output, String[] genes, Layout layout, OutputLock lock) throws IOException {
         this.output = output;
+        this.lock = lock;
         this.genes = genes.clone();
         this.layout = layout;
         Path folder = output.toAbsolutePath().getParent();
         Files.createDirectories(folder);
-        this.temporary = folder.resolve(output.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+        this.temporary = TempFiles.beside(output);
         this.hdf = Hdf5Writer.create(temporary);
         Hdf5Writer.Group matrix = hdf.root().group("X");
         if (layout.chunked) {
@@ -208,7 +214,7 @@ public final class H5adWriter implements AutoCloseable {
             this.values = matrix.stream("data", DType.FLOAT32, layout.chunking(expected, DType.FLOAT32));
             this.chunkedIndices = matrix.stream("indices", DType.INT32, layout.chunking(expected, DType.INT32));
         } else {
-            this.spill = folder.resolve(output.getFileName() + ".indices-" + ProcessHandle.current().pid());
+            this.spill = TempFiles.beside(output, "indices");
             this.indices = FileChannel.open(spill, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                     StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE);
             this.values = matrix.stream("data", DType.FLOAT32);
@@ -234,15 +240,21 @@ public final class H5adWriter implements AutoCloseable {
      * @param genes the gene names ({@code var} index), which fix n_vars
      * @param layout how X is stored, such as {@link Layout#anndata()}
      * @return the writer, to be committed and closed
+     * @throws dev.memfit.MemfitException when another writer holds the output's lock
      */
     public static H5adWriter create(Path output, String[] genes, Layout layout) {
         if (layout == null) {
             throw new IllegalArgumentException("layout is null: pass H5adWriter.Layout.anndata() or contiguous()");
         }
+        OutputLock lock = OutputLock.acquire(output);
         try {
-            return new H5adWriter(output, genes, layout);
+            return new H5adWriter(output, genes, layout, lock);
         } catch (IOException e) {
+            lock.close();
             throw new UncheckedIOException("cannot start " + output, e);
+        } catch (RuntimeException e) {
+            lock.close();
+            throw e;
         }
     }
 
@@ -419,6 +431,7 @@ public final class H5adWriter implements AutoCloseable {
             }
             AtomicMove.replace(temporary, output);
             done = true;
+            lock.close();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot finish " + output, e);
         } finally {
@@ -512,6 +525,8 @@ public final class H5adWriter implements AutoCloseable {
             Files.deleteIfExists(temporary);
         } catch (IOException | RuntimeException e) {
             temporary.toFile().deleteOnExit();
+        } finally {
+            lock.close();
         }
     }
 }

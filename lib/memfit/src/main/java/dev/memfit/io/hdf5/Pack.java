@@ -3,7 +3,9 @@ package dev.memfit.io.hdf5;
 import dev.memfit.DType;
 import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.OutputLock;
 import dev.memfit.io.storage.Storage;
+import dev.memfit.io.storage.TempFiles;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import io.jhdf.HdfFile;
@@ -63,8 +65,16 @@ public final class Pack {
      * @param output the {@code .h5} to write
      * @param listener where progress goes
      * @return what was packed
+     * @throws MemfitException when another process is writing the output (it is locked: {@link OutputLock})
      */
     public static Result pack(Path folder, Path output, ProgressListener listener) {
+        // locked before the sources are read: a second writer of the same output fails at once
+        try (OutputLock lock = OutputLock.acquire(output)) {
+            return pack(folder, output, listener, lock);
+        }
+    }
+
+    private static Result pack(Path folder, Path output, ProgressListener listener, OutputLock lock) {
         FileSet set = FileSet.open(folder);
         long[] shape = set.sampleShape();
         long elements = Arrays.stream(shape).reduce(1, Math::multiplyExact);
@@ -85,10 +95,8 @@ public final class Pack {
             }
         }
         String[] names = set.files().stream().map(path -> path.getFileName().toString()).toArray(String[]::new);
-        Path absolute = output.toAbsolutePath();
-        Path temporary = absolute.resolveSibling("." + absolute.getFileName() + ".partial");
+        Path temporary = TempFiles.beside(lock.target());
         try {
-            Files.deleteIfExists(temporary);
             try (WritableHdfFile hdf = HdfFile.write(temporary)) {
                 int[] dims = new int[shape.length + 1];
                 dims[0] = n;

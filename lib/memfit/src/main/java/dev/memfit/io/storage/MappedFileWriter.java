@@ -19,6 +19,10 @@ import java.nio.file.attribute.PosixFilePermissions;
  * <p>The shared mechanism of memfit's writers: the header is written first, the file is extended sparsely to its
  * final size, the data region is mapped, and {@link #commit()} flushes and renames atomically. Closing without
  * committing deletes the temporary file, so an interrupted run never leaves a file that reads as complete.
+ *
+ * <p>The target is locked ({@link OutputLock}) from {@link #open} until the writer is closed: a second writer of the
+ * same file, in this process or another, fails at once. The temporary name is unique to this writer
+ * ({@link TempFiles#beside}), and the stale temporary files of dead writers of the same target are removed.
  */
 public final class MappedFileWriter implements AutoCloseable {
 
@@ -28,14 +32,16 @@ public final class MappedFileWriter implements AutoCloseable {
     private final FileChannel channel;
     private final MemorySegment data;
     private final NativeMemory.Reservation reservation;
+    private final OutputLock lock;
     private final long headerBytes;
     private long keptDataBytes = -1;
     private boolean committed;
     private boolean closed;
 
     private MappedFileWriter(Path target, Path temporary, Arena arena, FileChannel channel, MemorySegment data,
-                             NativeMemory.Reservation reservation, long headerBytes) {
+                             NativeMemory.Reservation reservation, OutputLock lock, long headerBytes) {
         this.headerBytes = headerBytes;
+        this.lock = lock;
         this.target = target;
         this.temporary = temporary;
         this.arena = arena;
@@ -51,19 +57,20 @@ public final class MappedFileWriter implements AutoCloseable {
      * @param header the bytes before the data
      * @param dataBytes the size of the data region
      * @return the writer
+     * @throws dev.memfit.MemfitException when another writer holds the target's lock
      */
     public static MappedFileWriter open(Path target, byte[] header, long dataBytes) {
         if (dataBytes < 0) {
             throw new IllegalArgumentException(target + ": the data region cannot have " + dataBytes + " bytes");
         }
-        Path absolute = target.toAbsolutePath();
+        OutputLock lock = OutputLock.acquire(target);
         Arena arena = Arena.ofShared();
         Path temporary = null;
         FileChannel channel = null;
         try {
-            Files.createDirectories(absolute.getParent());
-            temporary = Files.createTempFile(absolute.getParent(), "." + absolute.getFileName() + ".", ".partial");
-            channel = FileChannel.open(temporary, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            temporary = TempFiles.beside(target);
+            channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE);
             channel.write(ByteBuffer.wrap(header), 0);
             if (dataBytes > 0) {
                 // Extends the file sparsely: a file of many times the RAM costs nothing until it is written.
@@ -72,12 +79,16 @@ public final class MappedFileWriter implements AutoCloseable {
             MemorySegment data = dataBytes == 0 ? MemorySegment.NULL
                     : channel.map(FileChannel.MapMode.READ_WRITE, header.length, dataBytes, arena);
             return new MappedFileWriter(target, temporary, arena, channel, data, NativeMemory.MAPPED.reserve(dataBytes),
-                    header.length);
-        } catch (IOException e) {
+                    lock, header.length);
+        } catch (IOException | RuntimeException e) {
             arena.close();
             closeQuietly(channel);
             deleteQuietly(temporary);
-            throw new UncheckedIOException("cannot create " + target, e);
+            lock.close();
+            if (e instanceof IOException io) {
+                throw new UncheckedIOException("cannot create " + target, io);
+            }
+            throw (RuntimeException) e;
         }
     }
 
@@ -155,6 +166,7 @@ public final class MappedFileWriter implements AutoCloseable {
             AtomicMove.replace(temporary, target);
             committed = true;
             closed = true;
+            lock.close();
             return target;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot finish " + target, e);
@@ -176,6 +188,7 @@ public final class MappedFileWriter implements AutoCloseable {
         if (!committed) {
             deleteQuietly(temporary);
         }
+        lock.close();
     }
 
     private static void closeQuietly(FileChannel channel) {

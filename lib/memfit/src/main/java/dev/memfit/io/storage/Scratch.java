@@ -57,9 +57,9 @@ public final class Scratch {
      * @return the copy
      */
     public static Copy copy(Path source, Path scratchFolder, ProgressListener listener) {
-        try {
-            Files.createDirectories(scratchFolder);
-            Path target = scratchFolder.resolve(source.getFileName());
+        Path target = scratchFolder.resolve(source.getFileName());
+        // one copier per target: two runs copying the same file to one scratch folder would race on the rename
+        try (OutputLock lock = OutputLock.acquire(target)) {
             long size = Files.size(source);
             long sourceChecksum;
             if (Files.exists(target) && Files.size(target) == size) {
@@ -68,11 +68,10 @@ public final class Scratch {
                     return new Copy(target, size, sourceChecksum, true);
                 }
             }
-            Path temporary = scratchFolder.resolve("." + source.getFileName() + ".partial");
+            Path temporary = TempFiles.beside(target);
             CRC32C crc = new CRC32C();
             try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
-                 FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                         StandardOpenOption.TRUNCATE_EXISTING);
+                 FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
                  ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;

@@ -57,9 +57,12 @@ class MappedFileWriterTest {
             assertEquals(mappedBefore + data.length, NativeMemory.MAPPED.bytes(), "the mapping is counted while open");
             // written under a temporary name in the same folder; the target does not exist yet
             assertFalse(Files.exists(target));
+            // beside it: the lock, and the temporary file named for this process (pid, run tag, counter)
             List<String> during = listing(dir);
-            assertEquals(1, during.size(), during.toString());
-            assertTrue(during.getFirst().startsWith(".out.bin.") && during.getFirst().endsWith(".partial"), during.toString());
+            assertEquals(2, during.size(), during.toString());
+            assertEquals(".out.bin.lock", during.get(1), during.toString());
+            assertTrue(during.getFirst().startsWith(".out.bin." + ProcessHandle.current().pid() + "-")
+                    && during.getFirst().endsWith(".partial"), during.toString());
 
             MemorySegment.copy(data, 0, writer.data(), ValueLayout.JAVA_BYTE, 0, data.length);
             // a header known only at the end: the first bytes change, the rest of the header stays
