@@ -1,5 +1,6 @@
 package dev.memfit.prep;
 
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5ad;
@@ -175,6 +176,11 @@ public final class Preprocess {
 
     private static Result run(Path input, Path output, int highlyVariable, double targetSum, ProgressListener listener) {
         try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+            if (h5ad.observations() == 0) {
+                // gene variances of no cells are undefined: no highly variable genes to choose
+                throw new InvalidFileException(input, -1, "at least one cell to preprocess", "n_obs = 0 (X of shape [0, "
+                        + h5ad.variables() + "])");
+            }
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
             GeneStatistics statistics = statistics(h5ad, highlyVariable, targetSum, cellTotals, listener);

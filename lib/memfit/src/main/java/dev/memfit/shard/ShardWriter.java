@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
@@ -191,6 +192,10 @@ public final class ShardWriter {
             GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
             int[] positions = genes.positionsOf(h5ad.index("var"));
             long cells = h5ad.observations();
+            if (cells == 0) {
+                throw new InvalidFileException(input, -1, "at least one cell to shard", "n_obs = 0 (X of shape [0, "
+                        + h5ad.variables() + "])");
+            }
             long shardCount = Math.ceilDiv(cells, shardSize);
             if (shardCount > Integer.MAX_VALUE) {
                 throw new MemfitException(cells + " cells in shards of " + shardSize + " would make " + shardCount
