@@ -56,7 +56,7 @@ final class Failures {
             IOException io = find(memfit.getCause(), IOException.class);
             String message = memfit.getMessage();
             if (io != null) {
-                String reason = reason(io);
+                String reason = reason(io, message);
                 if (!message.contains(reason)) {
                     message += ": " + reason;
                 }
@@ -72,7 +72,7 @@ final class Failures {
                     context.add(t.getMessage());
                 }
             }
-            context.add(reason(io) + hint(io));
+            context.add(reason(io, String.join(": ", context)) + hint(io));
             return oneLine(String.join(": ", context));
         }
         if (error instanceof OutOfMemoryError) {
@@ -96,8 +96,11 @@ final class Failures {
         return null;
     }
 
-    /** The file and the operating system's reason, as {@code ls} or {@code cp} would say it. */
-    static String reason(IOException io) {
+    /**
+     * The file and the operating system's reason, as {@code ls} or {@code cp} would say it; the file is left out when
+     * the context before it already names it.
+     */
+    static String reason(IOException io, String context) {
         if (io instanceof FileSystemException fs) {
             String reason = fs.getReason();
             if (reason == null) {
@@ -112,8 +115,8 @@ final class Failures {
                 };
             }
             // as mv and cp say it: "a -> b: Is a directory"
-            String files = fs.getFile() == null ? "" : fs.getOtherFile() == null ? fs.getFile() + ": "
-                    : fs.getFile() + " -> " + fs.getOtherFile() + ": ";
+            String files = fs.getFile() == null ? "" : fs.getOtherFile() != null ? fs.getFile() + " -> " + fs.getOtherFile() + ": "
+                    : context.endsWith(fs.getFile()) ? "" : fs.getFile() + ": ";
             return files + reason;
         }
         return io.getMessage() == null || io.getMessage().isBlank() ? words(io.getClass().getSimpleName()) : io.getMessage();
@@ -121,7 +124,7 @@ final class Failures {
 
     /** What to do about the common reasons. */
     private static String hint(IOException io) {
-        String text = reason(io).toLowerCase(Locale.ROOT);
+        String text = reason(io, "").toLowerCase(Locale.ROOT);
         if (text.contains("no space left") || text.contains("quota")) {
             return "; free space on that file system, or write somewhere else";
         }
