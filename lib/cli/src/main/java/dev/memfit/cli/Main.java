@@ -49,7 +49,7 @@ public final class Main implements Runnable {
     public static int execute(String... args) {
         CommandLine commandLine = new CommandLine(new Main());
         commandLine.setExecutionExceptionHandler((exception, line, parseResult) -> fail(exception, line, parseResult));
-        commandLine.setParameterExceptionHandler((exception, args1) -> {
+        commandLine.setParameterExceptionHandler((exception, arguments) -> {
             CommandLine line = exception.getCommandLine();
             String message = exception.getMessage();
             if (exception instanceof CommandLine.UnmatchedArgumentException unmatched && !unmatched.getSuggestions().isEmpty()) {

@@ -920,7 +920,8 @@ public final class H5ad implements AutoCloseable {
         long expected = "obs".equals(frame) ? observations : "var".equals(frame) ? variables : -1;
         int length = Array.getLength(values);
         if (expected >= 0 && length != expected) {
-            throw new InvalidFileException(file, -1, path + " of " + expected + " values (n_" + frame + ", from X)",
+            String size = "obs".equals(frame) ? "n_obs" : "n_vars";
+            throw new InvalidFileException(file, -1, path + " of " + expected + " values (" + size + ", from X)",
                     length + " values; the dataframe and X disagree: write the file again with anndata");
         }
         return values;
