@@ -1,5 +1,6 @@
 package dev.memfit.cli;
 
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.io.Formats;
 import dev.memfit.memory.Advice;
@@ -53,6 +54,10 @@ final class EstimateCommand implements Callable<Integer> {
     public Integer call() {
         Formats.DataFile data = Formats.open(file);
         long samples = data.samples();
+        if (samples == 0) {
+            throw new InvalidFileException(file, -1, "at least one sample to estimate for", "none (" + data.format()
+                    .description() + " with 0 samples)");
+        }
         // Rows of a mapped .npy reach the loader as stored; images and cells are read as float32 (CSR densified).
         long sampleBytes = data.format() == Formats.Format.NPY ? data.sampleBytes()
                 : data.sampleBytes() / data.dtype().byteSize() * Float.BYTES;

@@ -10,7 +10,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.stream.Stream;
 import java.util.concurrent.Callable;
 
 /** {@code memfit shard INPUT.h5ad --output-dir shards/ --shard-size N} and {@code memfit validate shards/}. */
@@ -39,19 +42,29 @@ final class ShardCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        boolean existed = Files.exists(output);
+        boolean fresh = !existed || isEmptyFolder(output);
         ShardWriter.Result result;
-        // locked up front: a second run fails at once, before --top-genes reads the whole matrix
-        try (OutputLock lock = OutputLock.acquireFolder(output)) {
-            GeneVocabulary genes = null;
-            if (vocabulary != null) {
-                genes = GeneVocabulary.read(vocabulary);
-            } else if (topGenes != null) {
-                try (H5ad h5ad = H5ad.open(input)) {
-                    genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
+        try {
+            // locked up front: a second run fails at once, before --top-genes reads the whole matrix
+            try (OutputLock lock = OutputLock.acquireFolder(output)) {
+                GeneVocabulary genes = null;
+                if (vocabulary != null) {
+                    genes = GeneVocabulary.read(vocabulary);
+                } else if (topGenes != null) {
+                    try (H5ad h5ad = H5ad.open(input)) {
+                        genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
+                    }
                 }
+                result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
+                        .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
             }
-            result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
-                    .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
+        } catch (RuntimeException | Error e) {
+            if (fresh) {
+                // the lock is released by now: only what the run itself left is looked at
+                removeIfNothingDone(output, !existed);
+            }
+            throw e;
         }
         for (String shard : result.repaired()) {
             System.out.println("repaired " + shard);
@@ -68,6 +81,33 @@ final class ShardCommand implements Callable<Integer> {
                     result.layout().key(), result.written(), result.cells(), result.genes(), output, store.storedBytes() / 1e6);
         }
         return 0;
+    }
+
+    /**
+     * After a failed first run into a new or empty folder: when no shard was finished (the input was refused before
+     * its first shard), the folder holds only the resume metadata, which would promise a resumable conversion of an
+     * input that cannot be read; remove it, and the folder when this run created it. Finished shards are kept: a
+     * re-run resumes after them.
+     */
+    private static void removeIfNothingDone(Path folder, boolean created) {
+        try (Stream<Path> files = Files.list(folder)) {
+            if (files.allMatch(file -> file.getFileName().toString().equals(ShardWriter.METADATA))) {
+                Files.deleteIfExists(folder.resolve(ShardWriter.METADATA));
+                if (created) {
+                    Files.deleteIfExists(folder);
+                }
+            }
+        } catch (IOException ignored) {
+            // best effort after a failure: the failure is what gets reported
+        }
+    }
+
+    private static boolean isEmptyFolder(Path folder) {
+        try (Stream<Path> files = Files.list(folder)) {
+            return files.findAny().isEmpty();
+        } catch (IOException e) {
+            return false;   // not a folder, or not readable: the writer reports it
+        }
     }
 
     /** {@code memfit validate DIR}. */

@@ -1,6 +1,7 @@
 package dev.memfit.io;
 
 import dev.memfit.DType;
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.Hdf5;
@@ -113,6 +114,13 @@ public final class Formats {
         if (Files.isDirectory(path)) {
             if (Files.exists(path.resolve(SHARD_METADATA))) {
                 return Format.SHARDS;
+            }
+            String folder = path.getFileName() == null ? "" : path.getFileName().toString().toLowerCase(Locale.ROOT);
+            for (String extension : List.of(".npy", ".mrcs", ".mrc", ".star", ".txt", ".h5ad", ".h5", ".hdf5")) {
+                if (folder.endsWith(extension)) {
+                    // a folder named like a file is a slip (a wrong path, an unpacked archive): say so, not "no samples"
+                    throw new InvalidFileException(path, -1, "a " + extension + " file", "a directory");
+                }
             }
             return Format.NPY_FOLDER;
         }

@@ -180,6 +180,11 @@ public final class Preprocess {
         // the output is locked before pass one: a second run writing it fails at once, not after a pass over X
         try (OutputLock lock = OutputLock.acquire(output);
              H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+            if (h5ad.observations() == 0) {
+                // gene variances of no cells are undefined: no highly variable genes to choose
+                throw new InvalidFileException(input, -1, "at least one cell to preprocess", "n_obs = 0 (X of shape [0, "
+                        + h5ad.variables() + "])");
+            }
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
             GeneStatistics statistics = statistics(input, h5ad, highlyVariable, targetSum, cellTotals, listener);

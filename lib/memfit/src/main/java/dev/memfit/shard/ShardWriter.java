@@ -222,6 +222,10 @@ public final class ShardWriter {
                         + "): every cell would be empty; give a vocabulary (--vocab) with the file's gene names (its var index)");
             }
             long cells = h5ad.observations();
+            if (cells == 0) {
+                throw new InvalidFileException(input, -1, "at least one cell to shard", "n_obs = 0 (X of shape [0, "
+                        + h5ad.variables() + "])");
+            }
             long shardCount = Math.ceilDiv(cells, shardSize);
             if (shardCount > Integer.MAX_VALUE) {
                 throw new MemfitException(cells + " cells in shards of " + shardSize + " would make " + shardCount

@@ -220,7 +220,8 @@ final class ChunkedVector {
         } catch (InvalidFileException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new InvalidFileException(file, -1, "a readable chunk index for " + name, e.toString(), e);
+            throw new InvalidFileException(file, -1, "a readable chunk index for " + name, Hdf5.reason(e)
+                    + "; the file is probably truncated or damaged: copy or write it again", e);
         }
     }
 
@@ -518,7 +519,7 @@ final class ChunkedVector {
             } catch (InvalidFileException e) {
                 throw e;
             } catch (RuntimeException | DataFormatException e) {
-                throw corrupt(k, filter, e.toString(), e);
+                throw corrupt(k, filter, Hdf5.reason(e) + "; the file is damaged: copy or write it again", e);
             }
         }
         if (current == null || current.length != chunkBytes) {

@@ -265,20 +265,24 @@ public final class H5ad implements AutoCloseable {
 
     private static H5ad open(Path file, Path scratch, long budget, ProgressListener listener) {
         if (!java.nio.file.Files.isRegularFile(file)) {
-            throw new InvalidFileException(file, -1, "an .h5ad file", "no such file");
+            throw new InvalidFileException(file, -1, "an .h5ad file", java.nio.file.Files.isDirectory(file) ? "a directory"
+                    : java.nio.file.Files.exists(file) ? "not a regular file" : "no such file");
         }
         HdfFile hdf;
         try {
             hdf = new HdfFile(file);
         } catch (RuntimeException e) {
-            throw new InvalidFileException(file, -1, "an HDF5 file (.h5ad)", "a file jhdf cannot open: " + e.getMessage(), e);
+            throw new InvalidFileException(file, -1, "an HDF5 file (.h5ad)", "a file jhdf cannot open: " + Hdf5.reason(e), e);
         }
         FileMapping mapping = null;
+        // the node being read, for the message when jhdf fails on a damaged file
+        String node = "/";
         try {
             // decoded chunks of X/data, X/indices and X/indptr, shared: one bound for the whole file
             ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.configuredBytes());
             String encoding = stringAttribute(hdf, "encoding-type");
             Node x = hdf.getChildren().get("X");
+            node = "/X";
             if (!"anndata".equals(encoding) && x == null) {
                 throw new InvalidFileException(file, -1, "an AnnData file (root attribute encoding-type=anndata, or an X)",
                         "encoding-type " + encoding + " and no X");
@@ -310,10 +314,13 @@ public final class H5ad implements AutoCloseable {
             if (!"csr_matrix".equals(format)) {
                 throw new InvalidFileException(file, -1, "X as csr_matrix, csc_matrix or a dense dataset", "X encoded as " + format);
             }
-            long[] shape = longs(group.getAttribute("shape").getData());
+            long[] shape = shape(file, group);
             mapping = FileMapping.of(file);
+            node = "/X/data";
             Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
+            node = "/X/indices";
             Vector columns = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
+            node = "/X/indptr";
             Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
             long[] pointers = new long[Math.toIntExact(pointerVector.length())];
             pointerVector.longs(0, pointers.length, pointers);
@@ -337,14 +344,14 @@ public final class H5ad implements AutoCloseable {
             if (mapping != null) {
                 mapping.close();
             }
-            throw e;
+            throw e instanceof MemfitException ? e : Hdf5.unreadable(file, node, e);
         }
     }
 
     /** A CSC X: the column pointers are read and checked now; the rows are transposed when first read. */
     private static H5ad openCsc(Path file, HdfFile hdf, Group group, FileMapping mapping, ChunkedVector.Cache cache,
                                 Path scratch, long budget, ProgressListener listener) {
-        long[] shape = longs(group.getAttribute("shape").getData());
+        long[] shape = shape(file, group);
         Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
         Vector rows = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
         Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
@@ -441,6 +448,17 @@ public final class H5ad implements AutoCloseable {
             return dataset;
         }
         throw new InvalidFileException(file, -1, "a dataset " + group.getPath() + name, "none");
+    }
+
+    /** The {@code shape} attribute of a sparse X: {@code [n_obs, n_vars]}. */
+    private static long[] shape(Path file, Group group) {
+        Attribute attribute = group.getAttribute("shape");
+        long[] shape = attribute == null || attribute.isEmpty() ? new long[0] : longs(attribute.getData());
+        if (shape.length != 2 || shape[0] < 0 || shape[1] < 0) {
+            throw new InvalidFileException(file, -1, "an attribute shape = [n_obs, n_vars] on " + group.getPath(),
+                    attribute == null ? "none" : Arrays.toString(shape));
+        }
+        return shape;
     }
 
     private static String stringAttribute(Node node, String name) {
@@ -941,17 +959,18 @@ public final class H5ad implements AutoCloseable {
      *         (numpy bool, stored by h5py as an HDF5 enum) or a {@code double[]} (numbers)
      */
     public Map<String, Object> columns(String frame) {
+        Group group = frame(frame);
         Map<String, Object> columns = new LinkedHashMap<>();
-        if (!(hdf.getChildren().get(frame) instanceof Group group)) {
-            throw new InvalidFileException(file, -1, "a dataframe group /" + frame, "none");
-        }
         List<String> order = new ArrayList<>();
-        Attribute columnOrder = group.getAttribute("column-order");
-        if (columnOrder != null && !columnOrder.isEmpty() && columnOrder.getData() instanceof String[] names) {
-            order.addAll(Arrays.asList(names));
-        }
+        Hdf5.read(file, group.getPath(), () -> {
+            Attribute columnOrder = group.getAttribute("column-order");
+            if (columnOrder != null && !columnOrder.isEmpty() && columnOrder.getData() instanceof String[] names) {
+                order.addAll(Arrays.asList(names));
+            }
+            return order;
+        });
         for (String name : order) {
-            columns.put(name, column(group, name));
+            columns.put(name, column(group, frame, name));
         }
         return columns;
     }
@@ -979,17 +998,49 @@ public final class H5ad implements AutoCloseable {
      * @return the names
      */
     public String[] index(String frame) {
-        if (!(hdf.getChildren().get(frame) instanceof Group group)) {
-            throw new InvalidFileException(file, -1, "a dataframe group /" + frame, "none");
+        Group group = frame(frame);
+        String indexName = Hdf5.read(file, group.getPath(), () -> stringAttribute(group, "_index"));
+        Object values = column(group, frame, indexName == null ? "_index" : indexName);
+        if (values instanceof String[] names) {
+            return names;
         }
-        String indexName = stringAttribute(group, "_index");
-        Object values = column(group, indexName == null ? "_index" : indexName);
-        return values instanceof String[] names ? names : new String[0];
+        String[] names = new String[Array.getLength(values)];
+        for (int i = 0; i < names.length; i++) {
+            names[i] = String.valueOf(Array.get(values, i));
+        }
+        return names;
     }
 
-    private Object column(Group group, String name) {
+    /** The group of a dataframe. */
+    private Group frame(String frame) {
+        Node node = Hdf5.read(file, "/" + frame, () -> hdf.getChildren().get(frame));
+        if (!(node instanceof Group group)) {
+            throw new InvalidFileException(file, -1, "a dataframe group /" + frame, node == null ? "none" : "a dataset");
+        }
+        return group;
+    }
+
+    /** A column, checked to hold one value per row of the dataframe (n_obs for obs, n_vars for var). */
+    private Object column(Group group, String frame, String name) {
+        String path = "/" + frame + "/" + name;
+        Object values = Hdf5.read(file, path, () -> readColumn(group, path, name));
+        long expected = "obs".equals(frame) ? observations : "var".equals(frame) ? variables : -1;
+        int length = Array.getLength(values);
+        if (expected >= 0 && length != expected) {
+            String size = "obs".equals(frame) ? "n_obs" : "n_vars";
+            throw new InvalidFileException(file, -1, path + " of " + expected + " values (" + size + ", from X)",
+                    length + " values; the dataframe and X disagree: write the file again with anndata");
+        }
+        return values;
+    }
+
+    private Object readColumn(Group group, String path, String name) {
         Node node = group.getChildren().get(name);
         if (node instanceof Dataset dataset) {
+            if (dataset.isEmpty()) {
+                // jhdf returns null for a dataset of no elements (a frame of zero rows)
+                return dataset.getJavaType() == String.class ? new String[0] : new double[0];
+            }
             Object values = dataset.getData();
             if (dataset.getDataType() instanceof EnumDataType type && values instanceof String[] names
                     && BOOLEAN_ENUM.equals(type.getEnumMapping())) {
@@ -1003,18 +1054,51 @@ public final class H5ad implements AutoCloseable {
             if (values instanceof String[] strings) {
                 return strings;
             }
+            if (values == null || !values.getClass().isArray() || !(values.getClass().getComponentType().isPrimitive()
+                    || Number.class.isAssignableFrom(values.getClass().getComponentType()))) {
+                throw new InvalidFileException(file, -1, "a column " + path + " of numbers, strings or bool",
+                        Hdf5.typeName(dataset.getDataType()) + " of " + dataset.getDimensions().length + " dimensions");
+            }
             return toDoubles(values);
         }
         if (node instanceof Group categorical) {
-            String[] categories = (String[]) ((Dataset) categorical.getChildren().get("categories")).getData();
-            long[] codes = longs(((Dataset) categorical.getChildren().get("codes")).getData());
-            String[] labels = new String[codes.length];
-            for (int i = 0; i < codes.length; i++) {
-                labels[i] = codes[i] < 0 ? null : categories[(int) codes[i]];
-            }
-            return labels;
+            return categorical(categorical, path);
         }
-        throw new InvalidFileException(file, -1, "a column " + group.getPath() + name, "none");
+        throw new InvalidFileException(file, -1, "a column " + path, "none");
+    }
+
+    /** Labels of a categorical column ({@code codes} into {@code categories}, -1 for missing), codes checked. */
+    private String[] categorical(Group group, String path) {
+        Map<String, Node> children = group.getChildren();
+        if (!(children.get("categories") instanceof Dataset categorySet) || !(children.get("codes") instanceof Dataset codeSet)) {
+            throw new InvalidFileException(file, -1, "a categorical column " + path + " (datasets codes and categories)",
+                    "a group holding " + children.keySet() + " (encoding-type " + stringAttribute(group, "encoding-type") + ")");
+        }
+        String[] categories;
+        if (categorySet.isEmpty()) {
+            categories = new String[0];
+        } else if (categorySet.getData() instanceof String[] names) {
+            categories = names;
+        } else {
+            // numeric categories (a categorical of integers): labelled as pandas prints them
+            Object numbers = categorySet.getData();
+            categories = new String[Array.getLength(numbers)];
+            for (int i = 0; i < categories.length; i++) {
+                categories[i] = String.valueOf(Array.get(numbers, i));
+            }
+        }
+        long[] codes = codeSet.isEmpty() ? new long[0] : longs(codeSet.getData());
+        String[] labels = new String[codes.length];
+        for (int i = 0; i < codes.length; i++) {
+            long code = codes[i];
+            if (code < -1 || code >= categories.length) {
+                throw new InvalidFileException(file, -1, "codes of the categorical " + path + " in [-1, " + categories.length
+                        + ") (" + categories.length + " categories, -1 for missing)", "code " + code + " at row " + i
+                        + "; the file is damaged or was not written by anndata: write it again");
+            }
+            labels[i] = code < 0 ? null : categories[(int) code];
+        }
+        return labels;
     }
 
     /** The HDF5 enum h5py writes for numpy's bool. */
@@ -1103,7 +1187,9 @@ public final class H5ad implements AutoCloseable {
                 byteOrder = fixed.getByteOrder();
             }
             if (elementType == null) {
-                throw new InvalidFileException(file, -1, "numeric values in " + dataset.getPath(), dataset.getDataType().toString());
+                throw new InvalidFileException(file, -1, dataset.getPath() + " of float32, float64 or integers",
+                        Hdf5.typeName(dataset.getDataType()) + "; convert it in anndata, e.g. adata.X = adata.X.astype('float32'),"
+                                + " and write the file again");
             }
             this.type = elementType;
             this.order = byteOrder;

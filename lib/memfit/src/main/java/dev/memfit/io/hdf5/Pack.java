@@ -115,7 +115,7 @@ public final class Pack {
             throw new UncheckedIOException("cannot write " + output, e);
         } catch (RuntimeException e) {
             deleteQuietly(temporary);
-            throw e;
+            throw Hdf5.writeFailure(output, e);
         }
     }
 

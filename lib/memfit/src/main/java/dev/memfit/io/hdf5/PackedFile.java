@@ -65,7 +65,7 @@ public final class PackedFile implements RecordIndex {
                 throw new InvalidFileException(file, -1, "/" + SAMPLES + " stored contiguously", "another layout (chunked or compact)");
             }
             if (samples.getJavaType() != float.class || samples.getDataType().getSize() != Float.BYTES) {
-                throw new InvalidFileException(file, -1, "/" + SAMPLES + " of float32", samples.getJavaType().getSimpleName());
+                throw new InvalidFileException(file, -1, "/" + SAMPLES + " of float32", Hdf5.typeName(samples.getDataType()));
             }
             int[] dims = samples.getDimensions();
             long[] shape = new long[dims.length - 1];
@@ -80,7 +80,8 @@ public final class PackedFile implements RecordIndex {
         } catch (InvalidFileException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new InvalidFileException(file, -1, "an HDF5 file", "a file jhdf cannot read: " + e.getMessage(), e);
+            throw new InvalidFileException(file, -1, "an HDF5 file", "a file jhdf cannot read: " + Hdf5.reason(e)
+                    + "; the file is probably truncated or damaged: write it again with memfit pack", e);
         }
     }
 
