@@ -211,15 +211,31 @@ public final class ShardStore implements SampleSource {
         try (NpyArray pointers = Npy.map(indptr)) {
             checkPointers(pointers, nnz);
         }
-        try (NpyArray indices = Npy.map(index)) {
+        try (NpyArray indices = Npy.map(index); NpyArray pointers = Npy.map(indptr)) {
             MemorySegment values = indices.data();
+            MemorySegment rowStarts = pointers.data();
             long n = values.byteSize() / Integer.BYTES;
+            long row = 0;
+            long rowEnd = cells > 0 ? rowStarts.get(LONG_LE, Long.BYTES) : n;
+            int previous = -1;
             for (long k = 0; k < n; k++) {
+                while (k >= rowEnd && row + 1 < cells) {
+                    row++;
+                    rowEnd = rowStarts.get(LONG_LE, (row + 1) * Long.BYTES);
+                    previous = -1;
+                }
                 int gene = values.get(INT_LE, k * Integer.BYTES);
                 if (Integer.compareUnsigned(gene, (int) genes) >= 0) {
                     throw new InvalidFileException(index, indices.header().dataOffset() + k * Integer.BYTES,
                             "gene indices in [0, " + genes + ") (the vocabulary)", "index " + gene + " at stored value " + k);
                 }
+                // readers set, not add, each gene's value: a cell's genes must be unique, as ShardWriter writes them
+                if (gene <= previous) {
+                    throw new InvalidFileException(index, indices.header().dataOffset() + k * Integer.BYTES,
+                            "strictly ascending gene indices within cell " + row + " of the shard",
+                            "index " + gene + " after " + previous + " at stored value " + k);
+                }
+                previous = gene;
             }
         }
     }
@@ -495,9 +511,9 @@ public final class ShardStore implements SampleSource {
             if (Integer.compareUnsigned(gene, genes) >= 0) {
                 throw badIndex(shard, start + k, gene);
             }
-            // added, not set: a gene stored twice (shards of other writers) counts twice, as in scipy
-            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, out.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene)
-                    + rowValues.getAtIndex(FLOAT_LE, k));
+            // set, not added: ShardWriter stores each cell's genes sorted and unique (duplicates of the source
+            // summed as it writes), and validate refuses a shard whose genes are not strictly ascending
+            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
         }
     }
 

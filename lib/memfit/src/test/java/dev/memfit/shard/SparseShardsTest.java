@@ -321,4 +321,44 @@ class SparseShardsTest {
             }
         }
     }
+
+    @Test
+    void validateRefusesACellWhoseGenesAreNotStrictlyAscending() throws IOException {
+        Path shards = dir.resolve("unsorted");
+        ShardWriter.builder().setInput(input).optShardSize(100).write(shards);
+        Path indices = shards.resolve("shard_000000.indices.npy");
+        long swapped;
+        try (NpyArray pointers = Npy.map(shards.resolve("shard_000000.indptr.npy"));
+             NpyArray genes = Npy.map(indices)) {
+            // the first cell with two values: its first two genes swapped, as a writer other than ShardWriter might
+            long row = 0;
+            while (pointers.data().getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, row + 1)
+                    - pointers.data().getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, row) < 2) {
+                row++;
+            }
+            swapped = pointers.data().getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, row);
+            long offset = genes.header().dataOffset() + swapped * Integer.BYTES;
+            try (RandomAccessFile file = new RandomAccessFile(indices.toFile(), "rw")) {
+                byte[] two = new byte[8];
+                file.seek(offset);
+                file.readFully(two);
+                file.seek(offset);
+                file.write(two, 4, 4);
+                file.write(two, 0, 4);
+            }
+        }
+        // the checksum recorded again, so that only the order is wrong
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode metadata =
+                (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(shards.resolve(ShardWriter.METADATA).toFile());
+        for (JsonNode file : metadata.path("shards").get(0).path("files")) {
+            if (file.path("file").asText().equals(indices.getFileName().toString())) {
+                ((com.fasterxml.jackson.databind.node.ObjectNode) file).put("crc32c", ShardWriter.crc32c(indices));
+            }
+        }
+        json.writeValue(shards.resolve(ShardWriter.METADATA).toFile(), metadata);
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> ShardStore.validate(shards));
+        assertTrue(e.getMessage().contains("strictly ascending gene indices within cell")
+                && e.getMessage().contains("at stored value " + (swapped + 1)), e.getMessage());
+    }
 }
