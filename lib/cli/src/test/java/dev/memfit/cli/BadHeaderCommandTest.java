@@ -8,9 +8,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -32,23 +29,8 @@ class BadHeaderCommandTest {
     /** File name to the start of the message every command must print for it. */
     static final Map<String, String> CASES = new LinkedHashMap<>();
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Main.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     @BeforeAll
@@ -99,7 +81,7 @@ class BadHeaderCommandTest {
     void inspectAndEstimateExitOneWithTheMessage() {
         for (String command : new String[]{"inspect", "estimate"}) {
             for (var c : CASES.entrySet()) {
-                Run result = run(command, dir.resolve(c.getKey()).toString());
+                CliRun result = run(command, dir.resolve(c.getKey()).toString());
                 String label = command + " " + c.getKey() + ": " + result.err();
                 assertEquals(1, result.status(), label);
                 assertTrue(result.err().startsWith("memfit " + command + ": " + c.getValue()), label);

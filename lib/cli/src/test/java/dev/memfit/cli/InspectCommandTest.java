@@ -7,9 +7,6 @@ import dev.memfit.io.npy.Npy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -19,23 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class InspectCommandTest {
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Main.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     @Test
@@ -47,7 +29,7 @@ class InspectCommandTest {
                 np.save(sys.argv[1], a)
                 print(repr(float(a.sum(dtype=np.float64))))
                 """, file);
-        Run result = run("inspect", file.toString(), "--json");
+        CliRun result = run("inspect", file.toString(), "--json");
         assertEquals(0, result.status(), result.err());
         JsonNode json = new ObjectMapper().readTree(result.out());
         assertEquals("[300,7]", json.get("shape").toString());
@@ -57,7 +39,7 @@ class InspectCommandTest {
         assertEquals(Files.size(file), json.get("size_on_disk").asLong());
         assertEquals(Double.parseDouble(numpy), json.get("sum").asDouble(), 0.0);
 
-        Run table = run("inspect", file.toString());
+        CliRun table = run("inspect", file.toString());
         assertTrue(table.out().contains("shape          [300, 7]"), table.out());
     }
 
@@ -65,17 +47,17 @@ class InspectCommandTest {
     void badFileExitsNonZeroWithTheMessage(@TempDir Path dir) throws Exception {
         Path text = dir.resolve("notes.npy");
         Files.writeString(text, "hello world, not numpy");
-        Run result = run("inspect", text.toString());
+        CliRun result = run("inspect", text.toString());
         assertEquals(1, result.status());
         assertTrue(result.err().startsWith("memfit inspect: " + text + " at byte 0: expected the .npy magic"), result.err());
 
-        Run missing = run("inspect", dir.resolve("missing.npy").toString());
+        CliRun missing = run("inspect", dir.resolve("missing.npy").toString());
         assertEquals(1, missing.status());
         assertTrue(missing.err().contains("missing.npy: no such file"), missing.err());
 
         Path csv = dir.resolve("table.csv");
         Files.writeString(csv, "a,b\n");
-        Run other = run("inspect", csv.toString());
+        CliRun other = run("inspect", csv.toString());
         assertEquals(1, other.status());
         assertTrue(other.err().contains("expected a format memfit reads (.npy, .mrcs"), other.err());
     }
@@ -96,7 +78,7 @@ class InspectCommandTest {
                 ad.AnnData(x, obs=obs, var=pd.DataFrame(index=['gene%d' % j for j in range(30)])).write_h5ad(sys.argv[1])
                 print('ok')
                 """, file));
-        Run run = run("inspect", file.toString(), "--json");
+        CliRun run = run("inspect", file.toString(), "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode json = new ObjectMapper().readTree(run.out());
         assertEquals(120, json.get("n_obs").asLong());
@@ -111,7 +93,7 @@ class InspectCommandTest {
         // its sparse shards describe the same cells: nnz and the float64 sum of every densified cell
         Path shards = dir.resolve("shards");
         assertEquals(0, run("shard", file.toString(), "--output-dir", shards.toString(), "--shard-size", "50").status());
-        Run folder = run("inspect", shards.toString(), "--json");
+        CliRun folder = run("inspect", shards.toString(), "--json");
         assertEquals(0, folder.status(), folder.err());
         JsonNode described = new ObjectMapper().readTree(folder.out());
         assertEquals("sparse (CSR)", described.get("layout").asText());
@@ -129,7 +111,7 @@ class InspectCommandTest {
                 ad.AnnData(x, dtype=np.float64).write_h5ad(sys.argv[1], compression='gzip')
                 print(np.count_nonzero(x), repr(float(x.sum(dtype=np.float64))))
                 """, file);
-        Run run = run("inspect", file.toString(), "--json");
+        CliRun run = run("inspect", file.toString(), "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode json = new ObjectMapper().readTree(run.out());
         assertTrue(json.get("format").asText().endsWith("X dense"), run.out());
@@ -145,23 +127,23 @@ class InspectCommandTest {
         Path atlas = dir.resolve("atlas.h5ad");
         Path shards = dir.resolve("shards");
         assertEquals(0, run("generate", "atlas", "--cells", "300", "--genes", "40", "--seed", "3", "-o", atlas.toString()).status());
-        Run shard = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--shard-size", "100");
+        CliRun shard = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--shard-size", "100");
         assertEquals(0, shard.status(), shard.err());
         assertTrue(shard.out().contains("3 sparse shards"), shard.out());
         assertEquals(0, run("validate", shards.toString()).status());
         Files.delete(shards.resolve("shard_000001.indices.npy"));
-        Run broken = run("validate", shards.toString());
+        CliRun broken = run("validate", shards.toString());
         assertEquals(1, broken.status());
         assertTrue(broken.err().contains("shard_000001.indices.npy"), broken.err());
 
         Path dense = dir.resolve("dense");
-        Run denseShard = run("shard", atlas.toString(), "--output-dir", dense.toString(), "--shard-size", "100",
+        CliRun denseShard = run("shard", atlas.toString(), "--output-dir", dense.toString(), "--shard-size", "100",
                 "--layout", "dense");
         assertEquals(0, denseShard.status(), denseShard.err());
         assertTrue(denseShard.out().contains("3 dense shards"), denseShard.out());
         assertEquals(List.of(100L, 40L), List.of(Npy.readHeader(dense.resolve("shard_000001.npy")).shape()[0],
                 Npy.readHeader(dense.resolve("shard_000001.npy")).shape()[1]));
-        Run wrong = run("shard", atlas.toString(), "--output-dir", dir.resolve("x").toString(), "--layout", "csc");
+        CliRun wrong = run("shard", atlas.toString(), "--output-dir", dir.resolve("x").toString(), "--layout", "csc");
         assertEquals(1, wrong.status());
         assertTrue(wrong.err().contains("expected dense or sparse, found 'csc'"), wrong.err());
     }

@@ -5,9 +5,6 @@ import dev.memfit.PythonPeer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -18,27 +15,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Sums in float64 from the stored type, and option values that would give an empty result refused. */
 class RightNumbersCommandTest {
 
-    private record Run(int status, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Main.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static double inspectedSum(Path file) throws Exception {
-        Run run = run("inspect", file.toString(), "--json");
+        CliRun run = run("inspect", file.toString(), "--json");
         assertEquals(0, run.status(), run.err());
         return new ObjectMapper().readTree(run.out()).get("sum").asDouble();
     }
@@ -79,16 +61,16 @@ class RightNumbersCommandTest {
         assertEquals(0, run("generate", "atlas", "--cells", "60", "--genes", "20", "--seed", "2", "-o", atlas.toString()).status());
         Path shards = dir.resolve("shards");
 
-        Run topZero = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--top-genes", "0");
+        CliRun topZero = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--top-genes", "0");
         assertEquals(1, topZero.status());
         assertTrue(topZero.err().contains("needs n >= 1 genes (--top-genes on the command line), got 0"), topZero.err());
 
         Path emptyVocabulary = Files.writeString(dir.resolve("vocab.json"), "[]");
-        Run empty = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--vocab", emptyVocabulary.toString());
+        CliRun empty = run("shard", atlas.toString(), "--output-dir", shards.toString(), "--vocab", emptyVocabulary.toString());
         assertEquals(1, empty.status());
         assertTrue(empty.err().contains("an empty vocabulary (--vocab [] on the command line)"), empty.err());
 
-        Run infinite = run("preprocess", "--input", atlas.toString(), "--output", dir.resolve("p.h5ad").toString(),
+        CliRun infinite = run("preprocess", "--input", atlas.toString(), "--output", dir.resolve("p.h5ad").toString(),
                 "--target-sum", "Infinity");
         assertEquals(1, infinite.status());
         assertTrue(infinite.err().contains("needs a positive, finite sum such as 10000 (--target-sum on the command line), got Infinity"),
@@ -105,7 +87,7 @@ class RightNumbersCommandTest {
                     f['obs'].create_dataset(index, data=names)
                 print('ok')
                 """, atlas));
-        Run shortObs = run("shard", atlas.toString(), "--output-dir", shards.toString());
+        CliRun shortObs = run("shard", atlas.toString(), "--output-dir", shards.toString());
         assertEquals(1, shortObs.status());
         assertTrue(shortObs.err().contains("of n_obs = 60 entries (one per cell, row of X), found 59 entries"), shortObs.err());
         assertTrue(Files.notExists(shards), "no shard folder left");

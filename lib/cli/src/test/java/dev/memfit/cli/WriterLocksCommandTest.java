@@ -8,11 +8,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -55,24 +52,8 @@ class WriterLocksCommandTest {
         assertEquals(2, sums.length);
     }
 
-    private record Run(int status, String out, String err) {
-    }
-
-    /** Runs {@code memfit ARGS} in this JVM, capturing its output. */
-    private static Run inProcess(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Main.execute(args);
-            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    private static CliRun inProcess(String... args) {
+        return CliRun.of(args);
     }
 
     /** Starts {@code memfit ARGS} as its own process (the JVM options of the launcher), output to files. */
@@ -106,7 +87,7 @@ class WriterLocksCommandTest {
         assertEquals(8000, ids.size());
         String prefix = ids.getFirst().substring(0, 1);
         assertTrue(ids.stream().allMatch(id -> id.startsWith(prefix)), folder + ": cell ids of both inputs");
-        Run inspect = inProcess("inspect", folder.toString(), "--json");
+        CliRun inspect = inProcess("inspect", folder.toString(), "--json");
         assertEquals(0, inspect.status(), inspect.err());
         double sum = new ObjectMapper().readTree(inspect.out()).get("sum").asDouble();
         assertEquals(prefix.equals("a") ? sums[0] : sums[1], sum, 0.0, folder + ": the cells' values are of input " + prefix);
@@ -138,7 +119,7 @@ class WriterLocksCommandTest {
                 }
             }
             assertTrue(statusA == 0 || statusB == 0, "the run holding the lock finishes");
-            Run validate = inProcess("validate", out.toString());
+            CliRun validate = inProcess("validate", out.toString());
             assertEquals(0, validate.status(), validate.err());
             String holder = whose(out);
             assertTrue(holder.equals("a") || holder.equals("b"));
@@ -212,10 +193,10 @@ class WriterLocksCommandTest {
         try (RandomAccessFile file = new RandomAccessFile(out.resolve("shard_000003.parquet").toFile(), "rw")) {
             file.setLength(file.length() / 2);
         }
-        Run invalid = inProcess("validate", out.toString());
+        CliRun invalid = inProcess("validate", out.toString());
         assertEquals(1, invalid.status());
         assertTrue(invalid.err().contains("shard_000003.parquet"), invalid.err());
-        Run repair = inProcess("shard", first.toString(), "--output-dir", out.toString(), "--shard-size", "2000");
+        CliRun repair = inProcess("shard", first.toString(), "--output-dir", out.toString(), "--shard-size", "2000");
         assertEquals(0, repair.status(), repair.err());
         List<String> lines = repair.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("repaired shard_000003 (shard_000003.parquet: expected ")
@@ -225,7 +206,7 @@ class WriterLocksCommandTest {
         assertEquals("a", whose(out));
 
         // a larger shard size: the shards beyond the new count are removed, and the output says which
-        Run resharded = inProcess("shard", first.toString(), "--output-dir", out.toString(), "--shard-size", "4000");
+        CliRun resharded = inProcess("shard", first.toString(), "--output-dir", out.toString(), "--shard-size", "4000");
         assertEquals(0, resharded.status(), resharded.err());
         assertTrue(resharded.out().startsWith("removed 8 stale file(s): shard_000002.data.npy, "), resharded.out());
         assertEquals(0, inProcess("validate", out.toString()).status());
