@@ -230,6 +230,15 @@ public final class H5ad implements AutoCloseable {
      * without names, a long one name cells that do not exist.
      */
     private void checkFrame(String frame, long expected, String count) {
+        // everything jhdf throws on a damaged frame (not only its HdfExceptions: a string attribute's global heap
+        // index or length can be garbage too) becomes an InvalidFileException naming the file and the frame
+        Hdf5.read(file, "/" + frame, () -> {
+            checkFrameShapes(frame, expected, count);
+            return null;
+        });
+    }
+
+    private void checkFrameShapes(String frame, long expected, String count) {
         try {
             if (!(hdf.getChildren().get(frame) instanceof Group group)) {
                 return;   // index() and columns() refuse a missing frame when asked for it
