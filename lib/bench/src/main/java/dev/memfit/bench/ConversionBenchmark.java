@@ -11,9 +11,6 @@ import dev.memfit.synthetic.SyntheticAtlas;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
-import java.lang.management.MemoryPoolMXBean;
-import java.lang.management.MemoryType;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -232,18 +229,8 @@ public final class ConversionBenchmark {
             timeline = probe.stop();
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        long peakHeap = 0;
-        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (pool.getType() == MemoryType.HEAP) {
-                peakHeap += pool.getPeakUsage().getUsed();
-            }
-        }
-        long peakRss = 0;
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                peakRss = Long.parseLong(line.replaceAll("\\D", "")) * 1024;
-            }
-        }
+        long peakHeap = PeakMemory.heapBytes();
+        long peakRss = PeakMemory.residentBytes();
         System.out.println(JSON.writeValueAsString(Map.of("seconds", seconds, "transpose_seconds", (transpose[1] - transpose[0]) / 1e9,
                 "peak_rss_mb", peakRss / 1e6, "peak_rss_anon_mb", timeline.peakRssAnon() / 1e6, "peak_heap_mb", peakHeap / 1e6)));
     }

@@ -20,9 +20,6 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.management.ManagementFactory;
-import java.lang.management.MemoryPoolMXBean;
-import java.lang.management.MemoryType;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -288,18 +285,8 @@ public final class H5adBenchmark {
             timeline = probe.stop();
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        long peakHeap = 0;
-        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (pool.getType() == MemoryType.HEAP) {
-                peakHeap += pool.getPeakUsage().getUsed();
-            }
-        }
-        long peakRss = 0;
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                peakRss = Long.parseLong(line.replaceAll("\\D", "")) * 1024;
-            }
-        }
+        long peakHeap = PeakMemory.heapBytes();
+        long peakRss = PeakMemory.residentBytes();
         System.out.println(JSON.writeValueAsString(java.util.Map.of("cells", result.cells(), "seconds", seconds,
                 "peak_rss_mb", peakRss / 1e6, "peak_rss_anon_mb", timeline.peakRssAnon() / 1e6,
                 "peak_heap_mb", peakHeap / 1e6)));

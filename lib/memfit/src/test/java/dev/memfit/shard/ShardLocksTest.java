@@ -2,6 +2,7 @@ package dev.memfit.shard;
 
 import blue.strategic.parquet.ParquetReader;
 import dev.memfit.MemfitException;
+import dev.memfit.PausingProgress;
 import dev.memfit.ProgressListener;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.hdf5.H5ad;
@@ -106,22 +107,7 @@ class ShardLocksTest {
 
     /** A listener whose first step waits for a latch: holds a writer in the middle of its work. */
     private static ProgressListener pausing(CountDownLatch started, CountDownLatch resume) {
-        return (task, total, unit) -> new ProgressListener.Task() {
-            boolean paused;
-
-            @Override
-            public void step(long steps) {
-                if (!paused) {
-                    paused = true;
-                    started.countDown();
-                    try {
-                        assertTrue(resume.await(60, TimeUnit.SECONDS));
-                    } catch (InterruptedException e) {
-                        throw new AssertionError(e);
-                    }
-                }
-            }
-        };
+        return PausingProgress.of(started, resume);
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.memfit.io.hdf5;
 
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
+import dev.memfit.PausingProgress;
 import dev.memfit.PythonPeer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,22 +38,7 @@ class PackLockTest {
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch resume = new CountDownLatch(1);
         // the first pack pauses at its first file, holding the output
-        ProgressListener pausing = (task, total, unit) -> new ProgressListener.Task() {
-            boolean paused;
-
-            @Override
-            public void step(long steps) {
-                if (!paused) {
-                    paused = true;
-                    started.countDown();
-                    try {
-                        assertTrue(resume.await(60, TimeUnit.SECONDS));
-                    } catch (InterruptedException e) {
-                        throw new AssertionError(e);
-                    }
-                }
-            }
-        };
+        ProgressListener pausing = PausingProgress.of(started, resume);
         try (ExecutorService pool = Executors.newSingleThreadExecutor()) {
             Future<Pack.Result> packing = pool.submit(() -> Pack.pack(one, output, pausing));
             assertTrue(started.await(60, TimeUnit.SECONDS));
