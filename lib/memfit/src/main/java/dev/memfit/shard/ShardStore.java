@@ -208,10 +208,8 @@ public final class ShardStore implements SampleSource {
         checkArray(data, DType.FLOAT32, nnz, -1);
         checkArray(index, DType.INT32, nnz, -1);
         checkArray(indptr, DType.INT64, cells + 1, -1);
-        try (NpyArray pointers = Npy.map(indptr)) {
+        try (NpyArray pointers = Npy.map(indptr); NpyArray indices = Npy.map(index)) {
             checkPointers(pointers, nnz);
-        }
-        try (NpyArray indices = Npy.map(index); NpyArray pointers = Npy.map(indptr)) {
             MemorySegment values = indices.data();
             MemorySegment rowStarts = pointers.data();
             long n = values.byteSize() / Integer.BYTES;
