@@ -29,7 +29,9 @@ import java.util.SplittableRandom;
  * Random batches of rows from a page-cached, memory-mapped {@code .npy}: memfit's loader against a C loop
  * (mmap + memcpy) and numpy's memmap fancy indexing, measured in one run. Rows compare the same number of threads
  * copying rows: C's threads, and memfit's background readers plus the caller (which reads the batches it would
- * otherwise wait for).
+ * otherwise wait for). The C loop runs twice: as a bare gather (each thread its own buffer, no consumer), and as a
+ * loader whose readers hand batches in order to a consumer through as many rotating buffers as memfit's window, so a
+ * gap to the first that the second shares is the price of handing batches over, and one it does not share is memfit's.
  */
 public final class LoaderBenchmark {
 
@@ -54,7 +56,7 @@ public final class LoaderBenchmark {
     /**
      * One measured line.
      *
-     * @param method "memfit", "C mmap+memcpy" or "numpy memmap"
+     * @param method "memfit", {@link #C_GATHER}, {@link #C_LOADER} or "numpy memmap"
      * @param threads threads copying rows (for memfit: background readers plus the caller)
      * @param firstEpochGbps GB/s in the first epoch of a fresh mapping
      * @param steadyGbps GB/s over the later epochs
@@ -62,6 +64,11 @@ public final class LoaderBenchmark {
      */
     public record Row(String method, int threads, double firstEpochGbps, double steadyGbps, double steadyRowsPerSecond) {
     }
+
+    /** The bare C gather: each thread copies its own batches into its own buffer, nobody consumes them. */
+    public static final String C_GATHER = "C mmap+memcpy";
+    /** The C gather as a loader: readers hand batches in order to a consumer through a window of rotating buffers. */
+    public static final String C_LOADER = "C loader, in-order hand-off";
 
     private LoaderBenchmark() {
     }
@@ -97,11 +104,15 @@ public final class LoaderBenchmark {
             Path buildDir = file.toAbsolutePath().getParent();
             Optional<Path> gather = Baselines.compileGather(buildDir);
             for (int threads : settings.threads()) {
-                gather.flatMap(binary -> Baselines.json(List.of(binary.toString(), file.toString(),
-                                Long.toString(dataOffset), Long.toString(rows), Long.toString(rowBytes),
-                                Integer.toString(settings.batchSize()), Integer.toString(settings.epochs()),
-                                Integer.toString(threads), Long.toString(settings.seed())), 600))
-                        .ifPresent(json -> result.add(row("C mmap+memcpy", threads, json, rowBytes)));
+                List<String> command = List.of(file.toString(), Long.toString(dataOffset), Long.toString(rows),
+                        Long.toString(rowBytes), Integer.toString(settings.batchSize()), Integer.toString(settings.epochs()),
+                        Integer.toString(threads), Long.toString(settings.seed()));
+                gather.flatMap(binary -> Baselines.json(prepend(binary.toString(), command, List.of()), 600))
+                        .ifPresent(json -> result.add(row(C_GATHER, threads, json, rowBytes)));
+                // the same copies handed to an in-order consumer through as many buffers as memfit's loader rotates
+                String window = Integer.toString(memfitPrefetch(settings, threads));
+                gather.flatMap(binary -> Baselines.json(prepend(binary.toString(), command, List.of(window)), 600))
+                        .ifPresent(json -> result.add(row(C_LOADER, threads, json, rowBytes)));
             }
             if (Baselines.pythonHas("numpy")) {
                 Baselines.json(List.of("/usr/bin/python3", Baselines.sources().resolve("numpy_gather.py").toString(),
@@ -111,6 +122,19 @@ public final class LoaderBenchmark {
             }
         }
         return result;
+    }
+
+    /** memfit's read-ahead in batches: the per-thread setting times the threads copying rows. */
+    private static int memfitPrefetch(Settings settings, int threads) {
+        return settings.prefetch() * threads;
+    }
+
+    private static List<String> prepend(String first, List<String> middle, List<String> last) {
+        List<String> all = new ArrayList<>();
+        all.add(first);
+        all.addAll(middle);
+        all.addAll(last);
+        return all;
     }
 
     private static Row row(String method, int threads, JsonNode json, long rowBytes) {
@@ -124,7 +148,7 @@ public final class LoaderBenchmark {
         double steady = 0;
         long sink = 0;
         try (Loader loader = Datasets.npy(settings.file()).mapped().optBatchSize(settings.batchSize())
-                .optShuffle(settings.seed()).optDropLast(true).optThreads(threads - 1).optPrefetch(settings.prefetch() * threads).build()) {
+                .optShuffle(settings.seed()).optDropLast(true).optThreads(threads - 1).optPrefetch(memfitPrefetch(settings, threads)).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 long start = System.nanoTime();
                 for (Batch batch : loader.epoch(epoch)) {

@@ -76,24 +76,30 @@ final class BenchCommand implements Runnable {
             DoubleColumn first = DoubleColumn.create("first epoch GB/s");
             DoubleColumn steady = DoubleColumn.create("steady GB/s");
             DoubleColumn rowsPerSecond = DoubleColumn.create("steady rows/s");
-            DoubleColumn vsC = DoubleColumn.create("steady vs C, same threads");
+            DoubleColumn vsC = DoubleColumn.create("steady vs C gather");
+            DoubleColumn vsCLoader = DoubleColumn.create("steady vs C loader");
             for (LoaderBenchmark.Row row : rows) {
                 method.append(row.method());
                 threadColumn.append(row.threads());
                 first.append(round(row.firstEpochGbps(), 2));
                 steady.append(round(row.steadyGbps(), 2));
                 rowsPerSecond.append(Math.round(row.steadyRowsPerSecond()));
-                double c = rows.stream().filter(r -> r.method().startsWith("C ") && r.threads() == row.threads())
-                        .mapToDouble(LoaderBenchmark.Row::steadyGbps).findFirst().orElse(Double.NaN);
-                if (Double.isNaN(c)) {
-                    vsC.appendMissing();
-                } else {
-                    vsC.append(round(row.steadyGbps() / c, 3));
-                }
+                appendRatio(vsC, row, rows, LoaderBenchmark.C_GATHER);
+                appendRatio(vsCLoader, row, rows, LoaderBenchmark.C_LOADER);
             }
-            table.addColumns(method, threadColumn, first, steady, rowsPerSecond, vsC);
+            table.addColumns(method, threadColumn, first, steady, rowsPerSecond, vsC, vsCLoader);
             System.out.println(table.printAll());
             return 0;
+        }
+        /** This row's steady GB/s over the named C baseline's with the same threads, or missing without it. */
+        private static void appendRatio(DoubleColumn column, LoaderBenchmark.Row row, List<LoaderBenchmark.Row> rows, String baseline) {
+            double c = rows.stream().filter(r -> r.method().equals(baseline) && r.threads() == row.threads())
+                    .mapToDouble(LoaderBenchmark.Row::steadyGbps).findFirst().orElse(Double.NaN);
+            if (Double.isNaN(c)) {
+                column.appendMissing();
+            } else {
+                column.append(round(row.steadyGbps() / c, 3));
+            }
         }
     }
 
