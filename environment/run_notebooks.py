@@ -1,9 +1,10 @@
 """Executes memfit's notebooks headless on the 'memfit' kernel and writes readable HTML with inline plots.
 
-usage: run_notebooks.py [--small] [--out DIR] [--timeout SECONDS] [NOTEBOOK ...]
+usage: run_notebooks.py [--size small|default|large | --small] [--out DIR] [--timeout SECONDS] [NOTEBOOK ...]
 
 Each notebook runs in a fresh kernel with its folder as working directory; sizes come from its parameters cell,
-which reads MEMFIT_* environment variables (--small sets MEMFIT_SMALL=1 for CI-sized runs). The executed notebook
+which reads MEMFIT_* environment variables (--size sets MEMFIT_SIZE, the tier whose defaults apply; --small is
+--size small, the tier CI and Binder run). The executed notebook
 and its HTML are written to the output folder even when a cell fails, so the error can be read in place.
 Exit status: 0 when every notebook ran to the end.
 """
@@ -99,12 +100,16 @@ def run(path, out_dir, timeout):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--small", action="store_true", help="CI sizes (MEMFIT_SMALL=1)")
+    parser.add_argument("--size", choices=["small", "default", "large"],
+                        help="size tier (MEMFIT_SIZE): small for CI and Binder, default for a 16 GB laptop, large for a workstation")
+    parser.add_argument("--small", action="store_true", help="the small tier (--size small)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "notebooks")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
     args = parser.parse_args()
-    if args.small:
-        os.environ["MEMFIT_SMALL"] = "1"
+    size = "small" if args.small else args.size
+    if size:
+        os.environ["MEMFIT_SIZE"] = size
+    if os.environ.get("MEMFIT_SIZE", "").lower() == "small" or os.environ.get("MEMFIT_SMALL", "") in ("1", "true", "yes"):
         os.environ.setdefault("MEMFIT_KERNEL_HEAP", "512m")
     os.environ.setdefault("MEMFIT_PROGRESS", "true")
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))

@@ -13,6 +13,25 @@ class ParamsTest {
     void clear() {
         System.clearProperty("memfit.small");
         System.clearProperty("memfit.rows");
+        System.clearProperty("memfit.size");
+    }
+
+    @Test
+    void theSizeTierPicksItsDefaultAndSmallIsTheOlderSpelling() {
+        assertEquals(Params.Tier.DEFAULT, Params.tier());
+        assertEquals(60_000, Params.tiered("rows", 4_000, 60_000, 600_000));
+        System.setProperty("memfit.size", "large");
+        assertEquals(600_000, Params.tiered("rows", 4_000, 60_000, 600_000));
+        assertEquals(200_000, Params.size("rows", 200_000, 2_000), "two-default parameters use the default at large");
+        System.setProperty("memfit.size", "Small");
+        assertEquals(4_000, Params.tieredInt("rows", 4_000, 60_000, 600_000));
+        assertTrue(Params.small());
+        System.clearProperty("memfit.size");
+        System.setProperty("memfit.small", "true");
+        assertEquals(Params.Tier.SMALL, Params.tier());
+        System.setProperty("memfit.size", "huge");
+        MemfitException e = assertThrows(MemfitException.class, Params::tier);
+        assertTrue(e.getMessage().contains("small, default or large") && e.getMessage().contains("'huge'"), e.getMessage());
     }
 
     @Test
