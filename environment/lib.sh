@@ -53,6 +53,22 @@ memfit_system_packages() {
     fi
 }
 
+# The browser test's packages (./memfit test only): Debian's chromium and its driver, which Selenium is pointed at so
+# that it never downloads a browser or a driver.
+memfit_browser_packages() {
+    [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "memfit: installing Debian packages chromium chromium-driver (for the browser test) ..."
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q >/dev/null || memfit_die "apt-get update failed"
+        apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null \
+            || memfit_die "apt-get install failed for: chromium chromium-driver"
+    else
+        memfit_die "the browser test needs Debian's chromium and chromium-driver. Install them with:
+  sudo apt-get install chromium chromium-driver"
+    fi
+}
+
 # Builds the modules under lib/ and the kernel when a source is newer than the jars (or they are missing).
 memfit_build() {
     local jar="$MEMFIT_ROOT/lib/cli/target/memfit-cli.jar" kernel="$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar"
