@@ -2,6 +2,8 @@ package dev.memfit.plot;
 
 import dev.memfit.memory.MemorySample;
 import dev.memfit.memory.MemoryTimeline;
+import org.knowm.xchart.AnnotationLine;
+import org.knowm.xchart.AnnotationText;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
@@ -9,98 +11,238 @@ import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.internal.chartpart.Chart;
+import org.knowm.xchart.style.AxesChartStyler;
 import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.awt.Font;
+import java.awt.Graphics2D;
+import java.awt.Rectangle;
+import java.awt.RenderingHints;
+import java.awt.font.FontRenderContext;
 import java.awt.image.BufferedImage;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.ToLongFunction;
 
 /**
  * Chart factories that return images for inline display in notebooks ({@code display(image)}) or for files.
+ *
+ * <p>Series are drawn in the iteration order of the map passed in, so pass a {@link LinkedHashMap} to choose the
+ * order. The JDK's unordered maps ({@code Map.of}, {@code Map.copyOf}, {@link HashMap}) have no meaningful order:
+ * their series are sorted by name so that the same call always draws the same picture. Legends sit outside the plot
+ * area so they never cover data, and tick labels keep their leading zero ({@code 0.5}, not {@code .5}).
  */
 public final class Charts {
 
-    private static final int WIDTH = 760;
-    private static final int HEIGHT = 420;
+    /** Width of the plot area and axes; the legend is added to the right of it. */
+    private static final int PLOT_WIDTH = 700;
+    private static final int HEIGHT = 440;
     private static final double MB = 1024.0 * 1024.0;
+    private static final FontRenderContext FONTS = new FontRenderContext(null, true, true);
+
+    /** Matplotlib's "tab10" colours: distinct and familiar from the Python side. */
+    static final Color[] PALETTE = {
+        new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x2ca02c), new Color(0xd62728), new Color(0x9467bd),
+        new Color(0x8c564b), new Color(0xe377c2), new Color(0x7f7f7f), new Color(0xbcbd22), new Color(0x17becf),
+    };
+    /** Highlighted scatter subsets: colours not in {@link #PALETTE}, so they stand out from any group. */
+    static final Color[] HIGHLIGHTS = {Color.BLACK, new Color(0xffd700), new Color(0x00ff7f)};
+
+    private static final Color HEAP_COLOUR = PALETTE[0];
+    private static final Color ANON_COLOUR = PALETTE[1];
+    private static final Color DEVICE_COLOUR = PALETTE[2];
+    private static final Color NATIVE_COLOUR = PALETTE[3];
+    private static final Color FILE_COLOUR = PALETTE[4];
+    private static final BasicStroke SOLID = new BasicStroke(2f);
+    private static final BasicStroke[] DASHED = {
+        new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[]{7f, 5f}, 0f),
+        new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[]{2f, 4f}, 0f),
+    };
+    private static final String MEASURED = " (measured)";
+    private static final String EXPECTED = " (expected)";
+
+    /** Scale of the x axis of {@link #lines(String, String, String, double[], Map, XScale)}. */
+    public enum XScale {
+        /** Evenly spaced values. */
+        LINEAR,
+        /** Decades evenly spaced, for sizes such as batch sizes 16 .. 16384; every x must be positive. */
+        LOG
+    }
 
     private Charts() {
     }
 
     /**
-     * Loss curves, one line per run, against the epoch (from 1).
+     * Loss curves, one line per run, against the epoch (from 1), with the y axis labelled "loss".
      *
      * @param title the chart title
      * @param curves run name to per-epoch loss, in display order
      * @return the image
+     * @see #lossCurves(String, String, Map)
      */
     public static BufferedImage lossCurves(String title, Map<String, double[]> curves) {
-        XYChart chart = xy(title, "epoch", "loss per document");
+        return lossCurves(title, "loss", curves);
+    }
+
+    /**
+     * Loss curves, one line per run, against the epoch (from 1). Later runs are dashed so identical curves stay
+     * visible on top of each other.
+     *
+     * @param title the chart title
+     * @param yLabel the y axis label, such as "loss per document" or "ELBO loss"
+     * @param curves run name to per-epoch loss, in display order (a {@link LinkedHashMap})
+     * @return the image
+     */
+    public static BufferedImage lossCurves(String title, String yLabel, Map<String, double[]> curves) {
+        return image(lossCurvesChart(title, yLabel, curves));
+    }
+
+    static XYChart lossCurvesChart(String title, String yLabel, Map<String, double[]> curves) {
+        var entries = ordered(curves);
+        XYChart chart = xy(title, "epoch", yLabel, entries.stream().map(Map.Entry::getKey).toList());
+        Range xRange = new Range();
+        Range yRange = new Range();
         int run = 0;
-        for (Map.Entry<String, double[]> curve : curves.entrySet()) {
+        for (Map.Entry<String, double[]> curve : entries) {
             double[] y = curve.getValue();
             double[] x = new double[y.length];
             for (int i = 0; i < y.length; i++) {
                 x[i] = i + 1;
             }
+            xRange.add(x);
+            yRange.add(y);
             XYSeries series = chart.addSeries(curve.getKey(), x, y);
-            // Later runs are dashed so identical curves stay visible on top of each other.
             series.setMarker(y.length <= 40 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
             if (run++ > 0) {
                 series.setLineStyle(DASHED[0]);
             }
         }
-        return image(chart);
+        decimals(chart.getStyler(), xRange, yRange, false);
+        return chart;
     }
 
     /**
-     * Memory over time for one or more probe timelines: heap in use, memfit's native memory and resident memory
-     * (anonymous and file-backed), in MB.
+     * Memory over time for one or more probe timelines, in MB: heap in use, memfit's own native allocations,
+     * resident memory (anonymous and file-backed) and device memory where measured. The marks recorded with
+     * {@code MemoryProbe.mark(label)} are drawn as thin vertical lines with their labels at the top.
      *
      * @param title the chart title
-     * @param timelines the timelines; each adds its series, prefixed with its name when there are several
+     * @param timelines the timelines; each adds its series, prefixed with its name when there are several, in one
+     *        line style per timeline (solid, dashed, dotted) and one colour per quantity
      * @return the image
      */
     public static BufferedImage memoryTimeline(String title, MemoryTimeline... timelines) {
-        XYChart chart = xy(title, "seconds", "MB");
-        for (int run = 0; run < timelines.length; run++) {
-            MemoryTimeline timeline = timelines[run];
-            String prefix = timelines.length > 1 ? timeline.name() + ": " : "";
-            // One colour per quantity, one line style per run, so runs compare at a glance.
-            java.awt.BasicStroke stroke = run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length];
-            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed, HEAP_COLOUR, stroke);
-            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon, ANON_COLOUR, stroke);
-            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile, FILE_COLOUR, stroke);
-            if (timeline.peak(MemorySample::device) >= 0) {
-                addMemorySeries(chart, timeline, prefix + "device", MemorySample::device, DEVICE_COLOUR, stroke);
-            }
-        }
-        return image(chart);
+        return image(memoryTimelineChart(title, timelines));
     }
 
-    private static final java.awt.Color HEAP_COLOUR = new java.awt.Color(0x1f77b4);
-    private static final java.awt.Color ANON_COLOUR = new java.awt.Color(0xff7f0e);
-    private static final java.awt.Color FILE_COLOUR = new java.awt.Color(0x9467bd);
-    private static final java.awt.Color DEVICE_COLOUR = new java.awt.Color(0x2ca02c);
-    private static final java.awt.BasicStroke SOLID = new java.awt.BasicStroke(2f);
-    private static final java.awt.BasicStroke[] DASHED = {
-        new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER, 10f, new float[]{7f, 5f}, 0f),
-        new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER, 10f, new float[]{2f, 4f}, 0f),
-    };
+    static XYChart memoryTimelineChart(String title, MemoryTimeline... timelines) {
+        List<String> names = new ArrayList<>();
+        for (MemoryTimeline timeline : timelines) {
+            String prefix = prefix(timeline, timelines.length);
+            for (String quantity : List.of("heap used", "native (memfit)", "RSS anonymous", "RSS file pages", "device")) {
+                names.add(prefix + quantity);
+            }
+        }
+        XYChart chart = xy(title, "seconds", "MB", names);
+        Range xRange = new Range();
+        Range yRange = new Range();
+        for (int run = 0; run < timelines.length; run++) {
+            MemoryTimeline timeline = timelines[run];
+            String prefix = prefix(timeline, timelines.length);
+            BasicStroke stroke = run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length];
+            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed, HEAP_COLOUR, stroke, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "native (memfit)", MemorySample::nativeAllocated, NATIVE_COLOUR,
+                    stroke, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon, ANON_COLOUR, stroke, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile, FILE_COLOUR, stroke, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "device", MemorySample::device, DEVICE_COLOUR, stroke, xRange, yRange);
+            for (MemoryTimeline.Mark mark : timeline.marks()) {
+                xRange.add(mark.seconds());
+            }
+        }
+        chart.getStyler().setYAxisMin(0.0);   // memory from zero: the size of a change reads against the whole
+        addMarks(chart, timelines, xRange, yRange);
+        decimals(chart.getStyler(), xRange, yRange, false);
+        return chart;
+    }
+
+    private static String prefix(MemoryTimeline timeline, int timelines) {
+        return timelines > 1 ? timeline.name() + ": " : "";
+    }
+
+    /**
+     * Draws each mark as a thin vertical line with its label near the top. The y axis is raised by a fifth so the
+     * labels sit above the data, and neighbouring labels alternate between two heights so close marks stay legible.
+     */
+    private static void addMarks(XYChart chart, MemoryTimeline[] timelines, Range xRange, Range yRange) {
+        if (Arrays.stream(timelines).allMatch(t -> t.marks().isEmpty())) {
+            return;
+        }
+        double top = yRange.empty() ? 1 : Math.max(yRange.max, 1e-9);
+        chart.getStyler().setYAxisMax(top * 1.2);
+        chart.getStyler().setAnnotationLineColor(new Color(0x555555));
+        chart.getStyler().setAnnotationLineStroke(new BasicStroke(1f));
+        chart.getStyler().setAnnotationTextFontColor(Color.DARK_GRAY);
+        chart.getStyler().setAnnotationTextFont(new Font(Font.SANS_SERIF, Font.PLAIN, 10));
+        // AnnotationText centres its text on (x, y): shift it right of its line by half its width, converting pixels
+        // to seconds with the plot width (approximate: the y axis labels take a little of it).
+        double secondsPerPixel = xRange.empty() || xRange.max <= xRange.min ? 0 : (xRange.max - xRange.min) / (PLOT_WIDTH - 80.0);
+        Font font = chart.getStyler().getAnnotationTextFont();
+        int index = 0;
+        for (MemoryTimeline timeline : timelines) {
+            String prefix = prefix(timeline, timelines.length);
+            for (MemoryTimeline.Mark mark : timeline.marks()) {
+                String label = prefix + mark.label();
+                double halfWidth = font.getStringBounds(label, FONTS).getWidth() / 2 + 3;
+                double y = top * (index++ % 2 == 0 ? 1.14 : 1.06);
+                chart.addAnnotation(new MarkLine(mark.seconds()));
+                chart.addAnnotation(new MarkText(label, mark.seconds(), mark.seconds() + halfWidth * secondsPerPixel, y));
+            }
+        }
+    }
+
+    /** The vertical line of a {@link MemoryTimeline.Mark}; a type of its own so tests can find it. */
+    static final class MarkLine extends AnnotationLine {
+        final double seconds;
+
+        MarkLine(double seconds) {
+            super(seconds, true, false);
+            this.seconds = seconds;
+        }
+    }
+
+    /** The label of a {@link MemoryTimeline.Mark}. */
+    static final class MarkText extends AnnotationText {
+        final String label;
+        final double seconds;
+
+        MarkText(String label, double seconds, double x, double y) {
+            super(label, x, y, false);
+            this.label = label;
+            this.seconds = seconds;
+        }
+    }
 
     private static void addMemorySeries(XYChart chart, MemoryTimeline timeline, String name,
-                                        ToLongFunction<MemorySample> quantity, java.awt.Color colour,
-                                        java.awt.BasicStroke stroke) {
+                                        ToLongFunction<MemorySample> quantity, Color colour, BasicStroke stroke,
+                                        Range xRange, Range yRange) {
         List<Double> x = new ArrayList<>();
         List<Double> y = new ArrayList<>();
         for (MemorySample sample : timeline.samples()) {
             long value = quantity.applyAsLong(sample);
-            if (value >= 0) {
+            if (value >= 0) {   // -1: not measurable here (no device, no /proc)
                 x.add(sample.seconds());
                 y.add(value / MB);
+                xRange.add(sample.seconds());
+                yRange.add(value / MB);
             }
         }
         if (!x.isEmpty()) {
@@ -112,51 +254,147 @@ public final class Charts {
     }
 
     /**
-     * Grouped bars: one group per category, one bar per series.
+     * Grouped bars: one group per category, one bar per series. Every category label is shown: long labels are
+     * turned upright and the image grows to hold them.
      *
      * @param title the chart title
      * @param yLabel the value axis label
      * @param categories the category labels
-     * @param series series name to one value per category
+     * @param series series name to one value per category, in display order (a {@link LinkedHashMap})
      * @return the image
      */
     public static BufferedImage bars(String title, String yLabel, List<String> categories, Map<String, double[]> series) {
-        CategoryChart chart = new CategoryChartBuilder().width(WIDTH).height(HEIGHT).title(title)
+        return image(barsChart(title, yLabel, categories, series));
+    }
+
+    static CategoryChart barsChart(String title, String yLabel, List<String> categories, Map<String, double[]> series) {
+        var entries = ordered(series);
+        for (Map.Entry<String, double[]> entry : entries) {
+            if (entry.getValue().length != categories.size()) {
+                throw new IllegalArgumentException("series '" + entry.getKey() + "' has " + entry.getValue().length
+                        + " values for " + categories.size() + " categories: give one value per category");
+            }
+        }
+        int width = PLOT_WIDTH + 100;
+        // XChart drops a tick label that would stick out of the image or overlap its neighbour; when the widest
+        // label does not fit its slot lying down, stand the labels upright (a label then needs only its height)
+        // and make the image taller by the longest label.
+        Font font = new CategoryChartBuilder().build().getStyler().getAxisTickLabelsFont();
+        double widest = categories.stream().mapToDouble(c -> font.getStringBounds(c, FONTS).getWidth()).max().orElse(0);
+        double slot = (width - 120.0) / Math.max(1, categories.size());
+        boolean upright = widest * 1.1 > slot;
+        CategoryChart chart = new CategoryChartBuilder().width(width)
+                .height(upright ? HEIGHT + (int) Math.ceil(widest) : HEIGHT).title(title)
                 .xAxisTitle("").yAxisTitle(yLabel).build();
+        style(chart.getStyler());
         chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
         chart.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
-        chart.getStyler().setLegendVisible(series.size() > 1);
-        chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+        chart.getStyler().setLegendVisible(entries.size() > 1);
         chart.getStyler().setLabelsVisible(false);
-        if (categories.stream().mapToInt(String::length).max().orElse(0) * categories.size() > 70) {
-            chart.getStyler().setXAxisLabelRotation(20);
+        if (upright) {
+            chart.getStyler().setXAxisLabelRotation(90);
+            // Upright labels start at the axis, not centred in the band the longest one needs.
+            chart.getStyler().setXAxisLabelAlignmentVertical(AxesChartStyler.TextAlignment.Right);
         }
-        for (Map.Entry<String, double[]> entry : series.entrySet()) {
-            List<Double> values = new ArrayList<>();
+        Range values = new Range();
+        int colour = 0;
+        for (Map.Entry<String, double[]> entry : entries) {
+            List<Double> list = new ArrayList<>();
             for (double v : entry.getValue()) {
+                list.add(v);
                 values.add(v);
             }
-            chart.addSeries(entry.getKey(), categories, values);
+            chart.addSeries(entry.getKey(), categories, list).setFillColor(PALETTE[colour++ % PALETTE.length]);
         }
-        return image(chart);
+        values.add(0);   // bars start at zero
+        chart.getStyler().setYAxisDecimalPattern(pattern(values, false));
+        return chart;
     }
 
     /**
-     * Lines through points, for measured curves such as throughput against threads.
+     * Lines through points on a linear x axis, for measured curves such as throughput against threads.
      *
      * @param title the chart title
      * @param xLabel the x axis label
      * @param yLabel the y axis label
      * @param x shared x values
-     * @param series series name to y values
+     * @param series series name to y values, in display order (a {@link LinkedHashMap}); see
+     *        {@link #lines(String, String, String, double[], Map, XScale)} for measured/expected pairs
      * @return the image
      */
     public static BufferedImage lines(String title, String xLabel, String yLabel, double[] x, Map<String, double[]> series) {
-        XYChart chart = xy(title, xLabel, yLabel);
-        for (Map.Entry<String, double[]> entry : series.entrySet()) {
-            chart.addSeries(entry.getKey(), x, entry.getValue());
+        return lines(title, xLabel, yLabel, x, series, XScale.LINEAR);
+    }
+
+    /**
+     * Lines through points, for measured curves such as throughput against threads or memory against batch size.
+     * Series named {@code "NAME (measured)"} and {@code "NAME (expected)"} are drawn as a pair: the same colour, the
+     * measured one solid with points, the expected one dashed.
+     *
+     * @param title the chart title
+     * @param xLabel the x axis label
+     * @param yLabel the y axis label
+     * @param x shared x values
+     * @param series series name to y values, in display order (a {@link LinkedHashMap})
+     * @param xScale {@link XScale#LOG} where the x values span decades
+     * @return the image
+     */
+    public static BufferedImage lines(String title, String xLabel, String yLabel, double[] x, Map<String, double[]> series,
+                                      XScale xScale) {
+        return image(linesChart(title, xLabel, yLabel, x, series, xScale));
+    }
+
+    static XYChart linesChart(String title, String xLabel, String yLabel, double[] x, Map<String, double[]> series,
+                              XScale xScale) {
+        var entries = ordered(series);
+        XYChart chart = xy(title, xLabel, yLabel, entries.stream().map(Map.Entry::getKey).toList());
+        boolean log = xScale == XScale.LOG;
+        if (log) {
+            for (double v : x) {
+                if (!(v > 0)) {
+                    throw new IllegalArgumentException("x value " + v + " cannot go on a log axis: use XScale.LINEAR"
+                            + " or drop the values <= 0");
+                }
+            }
+            chart.getStyler().setXAxisLogarithmic(true);
         }
-        return image(chart);
+        // One colour per pair name: "A (measured)" and "A (expected)" share one, every other series has its own.
+        Map<String, Color> colours = new HashMap<>();
+        Range xRange = new Range();
+        Range yRange = new Range();
+        xRange.add(x);
+        for (Map.Entry<String, double[]> entry : entries) {
+            String name = entry.getKey();
+            if (entry.getValue().length != x.length) {
+                throw new IllegalArgumentException("series '" + name + "' has " + entry.getValue().length + " values for "
+                        + x.length + " x values: give one y per x");
+            }
+            yRange.add(entry.getValue());
+            Color colour = colours.computeIfAbsent(pairName(name), key -> PALETTE[colours.size() % PALETTE.length]);
+            XYSeries line = chart.addSeries(name, x, entry.getValue());
+            line.setLineColor(colour);
+            line.setMarkerColor(colour);
+            if (name.endsWith(EXPECTED)) {
+                line.setLineStyle(DASHED[0]);
+                line.setMarker(SeriesMarkers.NONE);
+            } else {
+                line.setLineStyle(SOLID);
+                line.setMarker(x.length <= 40 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
+            }
+        }
+        decimals(chart.getStyler(), xRange, yRange, log);
+        return chart;
+    }
+
+    /** "A (measured)" and "A (expected)" give "A"; any other name is its own key. */
+    private static String pairName(String name) {
+        if (name.endsWith(MEASURED)) {
+            return name.substring(0, name.length() - MEASURED.length());
+        }
+        if (name.endsWith(EXPECTED)) {
+            return name.substring(0, name.length() - EXPECTED.length());
+        }
+        return name;
     }
 
     /**
@@ -165,33 +403,236 @@ public final class Charts {
      * @param title the chart title
      * @param xLabel the x axis label
      * @param yLabel the y axis label
-     * @param groups group name to points (rows of x, y)
+     * @param groups group name to points (rows of x, y), in display order (a {@link LinkedHashMap})
      * @return the image
      */
     public static BufferedImage scatter(String title, String xLabel, String yLabel, Map<String, double[][]> groups) {
-        XYChart chart = xy(title, xLabel, yLabel);
-        chart.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter);
-        chart.getStyler().setMarkerSize(4);
-        for (Map.Entry<String, double[][]> group : groups.entrySet()) {
-            double[][] points = group.getValue();
-            double[] x = new double[points.length];
-            double[] y = new double[points.length];
-            for (int i = 0; i < points.length; i++) {
-                x[i] = points[i][0];
-                y[i] = points[i][1];
-            }
-            chart.addSeries(group.getKey(), x, y).setMarker(SeriesMarkers.CIRCLE);
-        }
-        return image(chart);
+        return scatter(title, xLabel, yLabel, groups, Map.of());
     }
 
-    private static XYChart xy(String title, String xLabel, String yLabel) {
-        XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT).title(title).xAxisTitle(xLabel)
+    /**
+     * Points in the plane, one colour per group, with highlighted subsets drawn on top: each highlighted subset
+     * (such as the genes of a known program among all genes) gets a colour no group has, a diamond marker and its
+     * own legend entry. The highlighted points are usually also in a group; they are drawn again, above it.
+     *
+     * @param title the chart title
+     * @param xLabel the x axis label
+     * @param yLabel the y axis label
+     * @param groups group name to points (rows of x, y), in display order (a {@link LinkedHashMap})
+     * @param highlighted subset name to points (rows of x, y), drawn after every group
+     * @return the image
+     */
+    public static BufferedImage scatter(String title, String xLabel, String yLabel, Map<String, double[][]> groups,
+                                        Map<String, double[][]> highlighted) {
+        return image(scatterChart(title, xLabel, yLabel, groups, highlighted));
+    }
+
+    static XYChart scatterChart(String title, String xLabel, String yLabel, Map<String, double[][]> groups,
+                                Map<String, double[][]> highlighted) {
+        var entries = ordered(groups);
+        var highlights = ordered(highlighted);
+        List<String> names = new ArrayList<>();
+        entries.forEach(e -> names.add(e.getKey()));
+        highlights.forEach(e -> names.add(e.getKey()));
+        XYChart chart = xy(title, xLabel, yLabel, names);
+        chart.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Scatter);
+        chart.getStyler().setMarkerSize(5);
+        Range xRange = new Range();
+        Range yRange = new Range();
+        int index = 0;
+        for (Map.Entry<String, double[][]> group : entries) {
+            addPoints(chart, group.getKey(), group.getValue(), xRange, yRange).setMarker(SeriesMarkers.CIRCLE)
+                    .setMarkerColor(PALETTE[index++ % PALETTE.length]);
+        }
+        index = 0;
+        for (Map.Entry<String, double[][]> subset : highlights) {
+            // XChart paints series in insertion order, so these land on top of the groups.
+            addPoints(chart, subset.getKey(), subset.getValue(), xRange, yRange).setMarker(SeriesMarkers.DIAMOND)
+                    .setMarkerColor(HIGHLIGHTS[index++ % HIGHLIGHTS.length]);
+        }
+        decimals(chart.getStyler(), xRange, yRange, false);
+        return chart;
+    }
+
+    private static XYSeries addPoints(XYChart chart, String name, double[][] points, Range xRange, Range yRange) {
+        double[] x = new double[points.length];
+        double[] y = new double[points.length];
+        for (int i = 0; i < points.length; i++) {
+            x[i] = points[i][0];
+            y[i] = points[i][1];
+        }
+        xRange.add(x);
+        yRange.add(y);
+        return chart.addSeries(name, x, y);
+    }
+
+    /**
+     * A grid of grayscale images, such as particle images: each image is scaled to its own minimum (black) ..
+     * maximum (white), so faint and bright images are equally readable; a constant image is mid-grey. Drawn by hand
+     * with Java2D: XChart's heat map takes one colour scale for the whole chart, not one per tile.
+     *
+     * @param title the title above the grid, or an empty string for none
+     * @param images the images, each {@code side * side} values in row-major order (row 0 at the top)
+     * @param side the width and height of each image in pixels
+     * @param columns images per row of the grid
+     * @return the image
+     */
+    public static BufferedImage images(String title, float[][] images, int side, int columns) {
+        if (side <= 0 || columns <= 0) {
+            throw new IllegalArgumentException("side (" + side + ") and columns (" + columns + ") must be positive");
+        }
+        if (images.length == 0) {
+            throw new IllegalArgumentException("no images to draw: pass at least one");
+        }
+        for (int i = 0; i < images.length; i++) {
+            if (images[i].length != (long) side * side) {
+                throw new IllegalArgumentException("image " + i + " has " + images[i].length + " values; expected side * side = "
+                        + (long) side * side);
+            }
+        }
+        int cols = Math.min(columns, images.length);
+        Rectangle last = tileBounds(title, images.length - 1, side, columns);
+        int width = Math.max(tileBounds(title, cols - 1, side, columns).x + last.width + TILE_GAP, 200);
+        int height = last.y + last.height + TILE_GAP;
+        BufferedImage out = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
+        Graphics2D g = out.createGraphics();
+        try {
+            g.setColor(Color.WHITE);
+            g.fillRect(0, 0, width, height);
+            if (!title.isEmpty()) {
+                g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+                g.setColor(Color.BLACK);
+                g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
+                g.drawString(title, TILE_GAP, TITLE_HEIGHT - 10);
+            }
+        } finally {
+            g.dispose();
+        }
+        int scale = tileScale(side);
+        for (int i = 0; i < images.length; i++) {
+            float[] image = images[i];
+            float min = Float.POSITIVE_INFINITY;
+            float max = Float.NEGATIVE_INFINITY;
+            for (float v : image) {
+                min = Math.min(min, v);
+                max = Math.max(max, v);
+            }
+            Rectangle tile = tileBounds(title, i, side, columns);
+            for (int y = 0; y < side; y++) {
+                for (int x = 0; x < side; x++) {
+                    int grey = max > min ? Math.round((image[y * side + x] - min) / (max - min) * 255f) : 128;
+                    int rgb = grey << 16 | grey << 8 | grey;
+                    for (int dy = 0; dy < scale; dy++) {
+                        for (int dx = 0; dx < scale; dx++) {
+                            out.setRGB(tile.x + x * scale + dx, tile.y + y * scale + dy, rgb);
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    private static final int TILE_GAP = 4;
+    private static final int TITLE_HEIGHT = 28;
+    private static final int MIN_TILE = 96;
+
+    /** Whole pixels per image pixel: small images are blown up to at least {@value #MIN_TILE} pixels. */
+    static int tileScale(int side) {
+        return Math.max(1, (MIN_TILE + side - 1) / side);
+    }
+
+    /** Where image {@code index} lands in the grid drawn by {@link #images}. */
+    static Rectangle tileBounds(String title, int index, int side, int columns) {
+        int tile = side * tileScale(side);
+        int top = title.isEmpty() ? 0 : TITLE_HEIGHT;
+        return new Rectangle(TILE_GAP + (index % columns) * (tile + TILE_GAP),
+                top + TILE_GAP + (index / columns) * (tile + TILE_GAP), tile, tile);
+    }
+
+    /**
+     * Series in the order to draw: the map's own order, or sorted by name for the JDK's unordered maps, whose order
+     * changes from run to run ({@code Map.of} randomizes it per JVM).
+     */
+    static <V> List<Map.Entry<String, V>> ordered(Map<String, V> map) {
+        List<Map.Entry<String, V>> entries = new ArrayList<>(map.entrySet());
+        if (unordered(map)) {
+            entries.sort(Map.Entry.comparingByKey(Comparator.naturalOrder()));
+        }
+        return entries;
+    }
+
+    private static boolean unordered(Map<?, ?> map) {
+        return map.getClass().getName().startsWith("java.util.ImmutableCollections$Map") || map.getClass() == HashMap.class;
+    }
+
+    /**
+     * A chart with the legend outside the plot on the right, in an image wide enough for the plot and the legend.
+     */
+    private static XYChart xy(String title, String xLabel, String yLabel, List<String> seriesNames) {
+        Font legendFont = new XYChartBuilder().build().getStyler().getLegendFont();
+        double legend = seriesNames.stream().mapToDouble(n -> legendFont.getStringBounds(n, FONTS).getWidth()).max().orElse(0);
+        int width = PLOT_WIDTH + (int) Math.ceil(legend) + 70;   // 70: the legend's line sample and padding
+        XYChart chart = new XYChartBuilder().width(width).height(HEIGHT).title(title).xAxisTitle(xLabel)
                 .yAxisTitle(yLabel).build();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
-        chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+        style(chart.getStyler());
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
         chart.getStyler().setMarkerSize(5);
         return chart;
+    }
+
+    private static void style(AxesChartStyler styler) {
+        styler.setChartBackgroundColor(Color.WHITE);
+        styler.setLegendBorderColor(Color.LIGHT_GRAY);
+    }
+
+    /** Sets tick label patterns with a leading zero and as many decimals as the data's range needs. */
+    private static void decimals(AxesChartStyler styler, Range x, Range y, boolean logX) {
+        styler.setXAxisDecimalPattern(pattern(x, logX));
+        styler.setYAxisDecimalPattern(pattern(y, false));
+    }
+
+    /**
+     * A pattern such as {@code "#,##0.##"}: always a digit before the point. Ticks fall at about a tenth of the
+     * range, in steps of 1, 2, 2.5 or 5, so one decimal more than the tenth's magnitude shows them exactly; on a log
+     * axis the smallest value decides.
+     */
+    static String pattern(Range range, boolean log) {
+        int decimals;
+        if (range.empty()) {
+            decimals = 2;
+        } else if (log) {
+            decimals = (int) Math.ceil(-Math.log10(range.min));
+        } else {
+            double span = range.max - range.min;
+            double magnitude = span > 0 ? span : Math.max(Math.abs(range.max), 1e-12);
+            decimals = (int) Math.ceil(-Math.log10(magnitude / 10)) + 1;
+        }
+        decimals = Math.clamp(decimals, 0, 10);
+        return decimals == 0 ? "#,##0" : "#,##0." + "#".repeat(decimals);
+    }
+
+    /** The smallest and largest finite values seen. */
+    static final class Range {
+        double min = Double.POSITIVE_INFINITY;
+        double max = Double.NEGATIVE_INFINITY;
+
+        void add(double v) {
+            if (Double.isFinite(v)) {
+                min = Math.min(min, v);
+                max = Math.max(max, v);
+            }
+        }
+
+        void add(double[] values) {
+            for (double v : values) {
+                add(v);
+            }
+        }
+
+        boolean empty() {
+            return min > max;
+        }
     }
 
     /**
