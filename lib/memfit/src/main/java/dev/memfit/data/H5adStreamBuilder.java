@@ -152,15 +152,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
                 : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
         Loader loader = new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
                 threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast, sparseBuffer));
-        if (resumeFrom != null) {
-            try {
-                loader.resumeFrom(resumeFrom);
-            } catch (RuntimeException e) {
-                loader.close();
-                throw e;
-            }
-        }
-        return loader;
+        return loader.resumingFrom(resumeFrom);
     }
 
     /**

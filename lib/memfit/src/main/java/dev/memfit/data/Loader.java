@@ -190,6 +190,19 @@ public final class Loader implements AutoCloseable {
         return this;
     }
 
+    /** For builders: this loader resumed from a state (none: as it is), or closed when the state is refused. */
+    Loader resumingFrom(LoaderState state) {
+        if (state != null) {
+            try {
+                resumeFrom(state);
+            } catch (RuntimeException e) {
+                close();    // closes the source too when the loader owns it
+                throw e;
+            }
+        }
+        return this;
+    }
+
     /**
      * Stops the reader threads and frees the buffers; closes the source when the loader opened it.
      */

@@ -223,14 +223,6 @@ public final class LoaderBuilder implements Loader.Builder {
             }
             throw e;
         }
-        if (resumeFrom != null) {
-            try {
-                loader.resumeFrom(resumeFrom);
-            } catch (RuntimeException e) {
-                loader.close();    // closes the source too when the loader owns it
-                throw e;
-            }
-        }
-        return loader;
+        return loader.resumingFrom(resumeFrom);
     }
 }
