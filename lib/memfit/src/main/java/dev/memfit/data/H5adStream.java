@@ -169,7 +169,31 @@ final class H5adStream implements Loader.Pipeline {
     }
 
     @Override
-    public Loader.Epoch start(long epoch) {
+    public String fingerprint() {
+        return file.getFileName() + " (" + cells + " cells x " + genes + " genes)";
+    }
+
+    @Override
+    public String orderSettings() {
+        return "stream: chunks of " + chunkSize + ", shuffle buffer " + bufferCells + ", seed " + seed;
+    }
+
+    @Override
+    public boolean dropLast() {
+        return dropLast;
+    }
+
+    /**
+     * Starts an epoch; from its beginning only: resuming inside an epoch would need the shuffle buffer's state, which
+     * depends on every chunk read before, so a stream resumes at epoch boundaries (shards resume at any batch).
+     */
+    @Override
+    public Loader.Epoch start(long epoch, long firstBatch) {
+        if (firstBatch != 0) {
+            throw new MemfitException("an .h5ad stream resumes at the start of an epoch, not at batch " + firstBatch + " of epoch "
+                    + epoch + " (its shuffle buffer's contents depend on every chunk read before); convert to shards "
+                    + "(./memfit shard) to resume at any batch, or save checkpoints at epoch ends");
+        }
         return new EpochIterator(epoch);
     }
 
@@ -273,6 +297,11 @@ final class H5adStream implements Loader.Pipeline {
                 current.close();
                 current = null;
             }
+        }
+
+        @Override
+        public long position() {
+            return number;
         }
 
         @Override

@@ -25,6 +25,7 @@ import java.nio.file.Path;
  * buffer's worth of chunks. {@link dev.memfit.sample.BatchDiversity} shows what a block size costs in mixing.
  */
 public final class H5adStreamBuilder implements Loader.Builder {
+    private LoaderState resumeFrom;
     private final Path file;
     private int chunkSize = 10_000;
     private Integer bufferCells;
@@ -149,8 +150,21 @@ public final class H5adStreamBuilder implements Loader.Builder {
     public Loader build() {
         int buffer = bufferCells != null ? bufferCells
                 : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
-        return new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
+        Loader loader = new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
                 threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast, sparseBuffer));
+        return loader.resumingFrom(resumeFrom);
+    }
+
+    /**
+     * Continues a run from a saved state at an epoch boundary (a stream cannot start inside an epoch: the first
+     * {@code epoch(...)} of a state saved mid-epoch is refused, naming shards as the way to resume anywhere).
+     *
+     * @param state the state from {@link Loader#state()}, for the same file and settings
+     * @return this builder
+     */
+    public H5adStreamBuilder optResumeFrom(LoaderState state) {
+        this.resumeFrom = state;
+        return this;
     }
 
     /** Keeps dense rows in the shuffle buffer even for a sparse X: tests compare the two buffers. */

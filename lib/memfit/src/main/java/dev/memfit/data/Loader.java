@@ -1,5 +1,7 @@
 package dev.memfit.data;
 
+import dev.memfit.MemfitException;
+
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
 
@@ -28,6 +30,10 @@ public final class Loader implements AutoCloseable {
 
     private final Pipeline pipeline;
     private Epoch active;
+    private long activeEpoch;
+    private boolean started;
+    /** Where the first epoch starts, from {@link #resumeFrom(LoaderState)}; null: epoch 0 from its start. */
+    private LoaderState resume;
 
     Loader(Pipeline pipeline) {
         this.pipeline = pipeline;
@@ -108,11 +114,93 @@ public final class Loader implements AutoCloseable {
     }
 
     private synchronized Epoch start(long epoch) {
+        long firstBatch = 0;
+        if (resume != null) {
+            if (epoch != resume.epoch()) {
+                throw new MemfitException("this loader resumes at batch " + resume.batchesDone() + " of epoch " + resume.epoch()
+                        + " (from its saved state), but epoch " + epoch + " was asked for: start with epoch " + resume.epoch());
+            }
+            firstBatch = resume.batchesDone();
+            resume = null;
+        }
         if (active != null) {
             active.abandon();
         }
-        active = pipeline.start(epoch);
+        started = true;
+        activeEpoch = epoch;
+        active = pipeline.start(epoch, firstBatch);
         return active;
+    }
+
+    /**
+     * Where this loader is: the epoch and the batches of it handed out so far (a finished epoch is the start of the
+     * next), with what identifies the data and the order. Save it with a checkpoint; a new loader over the same data
+     * and settings continues from it with {@link #resumeFrom(LoaderState)}.
+     *
+     * @return the state, small and JSON-serialisable
+     */
+    public synchronized LoaderState state() {
+        long epoch = 0;
+        long done = 0;
+        if (active != null) {
+            epoch = activeEpoch;
+            done = active.position();
+            if (done >= pipeline.batchesPerEpoch()) {
+                epoch++;
+                done = 0;
+            }
+        } else if (resume != null) {
+            epoch = resume.epoch();
+            done = resume.batchesDone();
+        }
+        return new LoaderState(pipeline.fingerprint(), pipeline.samples(), pipeline.orderSettings(), pipeline.batchSize(),
+                pipeline.dropLast(), epoch, done);
+    }
+
+    /**
+     * Continues from a saved state: the next {@link #epoch(long)} must be the saved epoch, and it starts at the batch
+     * after the last one handed out, with the same batches an uninterrupted run would have produced (the order is a
+     * function of the seed and the epoch, so nothing is replayed).
+     *
+     * @param state a state from {@link #state()} of a loader over the same data with the same settings
+     * @return this loader
+     * @throws MemfitException when an epoch has already been started (a state loaded after iterating would be ignored
+     *                         by the running epoch, so it is refused), or when the data or settings differ (named)
+     */
+    public synchronized Loader resumeFrom(LoaderState state) {
+        if (started) {
+            throw new MemfitException("resumeFrom must be called before the first epoch(...) of a loader: this one has "
+                    + "already started epoch " + activeEpoch + ", which would ignore the saved position; build a new loader and "
+                    + "resume it before iterating");
+        }
+        java.util.List<String> differences = state.differencesFrom(state());
+        if (!differences.isEmpty()) {
+            throw new MemfitException("cannot resume from a state saved with other data or settings: "
+                    + String.join("; ", differences));
+        }
+        long batches = pipeline.batchesPerEpoch();
+        if (state.batchesDone() > batches) {
+            throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch()
+                    + ", but an epoch has " + batches + " batches");
+        }
+        resume = state.batchesDone() == batches
+                ? new LoaderState(state.source(), state.samples(), state.sampler(), state.batchSize(), state.dropLast(),
+                        state.epoch() + 1, 0)
+                : state;
+        return this;
+    }
+
+    /** For builders: this loader resumed from a state (none: as it is), or closed when the state is refused. */
+    Loader resumingFrom(LoaderState state) {
+        if (state != null) {
+            try {
+                resumeFrom(state);
+            } catch (RuntimeException e) {
+                close();    // closes the source too when the loader owns it
+                throw e;
+            }
+        }
+        return this;
     }
 
     /**
@@ -202,8 +290,21 @@ public final class Loader implements AutoCloseable {
 
         long bufferMemory();
 
-        /** Starts an epoch; the loader has abandoned the previous one already. */
-        Epoch start(long epoch);
+        /** What identifies the data ({@link dev.memfit.source.SampleSource#fingerprint()}). */
+        String fingerprint();
+
+        /** The settings that fix the order: the sampler's, or the stream's chunking, buffer and seed. */
+        String orderSettings();
+
+        boolean dropLast();
+
+        /**
+         * Starts an epoch at one of its batches; the loader has abandoned the previous one already.
+         *
+         * @param epoch the epoch
+         * @param firstBatch the first batch to hand out (0 for the whole epoch), as numbered in an uninterrupted epoch
+         */
+        Epoch start(long epoch, long firstBatch);
 
         @Override
         void close();
@@ -213,5 +314,8 @@ public final class Loader implements AutoCloseable {
     interface Epoch extends Iterator<Batch> {
         /** Waits for reads in flight and gives every buffer back, so the next epoch can start. */
         void abandon();
+
+        /** The number of the next batch this epoch hands out (the batches before it have been handed out). */
+        long position();
     }
 }

@@ -27,6 +27,7 @@ public final class LoaderBuilder implements Loader.Builder {
     private int[] blockShuffle;
     private boolean dropLast;
     private int prefetch = 2;
+    private LoaderState resumeFrom;
     private int threads = 1;
     private DType convertTo;
     private long[] subset;
@@ -169,6 +170,18 @@ public final class LoaderBuilder implements Loader.Builder {
     }
 
     /**
+     * Continues a run from a saved state (see {@link Loader#resumeFrom(LoaderState)}): the first epoch asked for must
+     * be the saved one, and it starts after the last batch handed out before.
+     *
+     * @param state the state from {@link Loader#state()}, for the same data and settings
+     * @return this builder
+     */
+    public LoaderBuilder optResumeFrom(LoaderState state) {
+        this.resumeFrom = state;
+        return this;
+    }
+
+    /**
      * Validates the settings, opens the source and starts the reader threads.
      *
      * @return the loader, to be closed
@@ -186,6 +199,7 @@ public final class LoaderBuilder implements Loader.Builder {
         }
         SampleSource opened = opener.get();
         SampleSource source = opened;
+        Loader loader;
         try {
             if (subset != null || subsetFile != null) {
                 long[] indices = subset != null ? subset : dev.memfit.sample.Subsets.read(subsetFile, opened.size());
@@ -202,12 +216,13 @@ public final class LoaderBuilder implements Loader.Builder {
                         + "produced; lower the batch size or keep the last partial batch");
             }
             DType output = convertTo == null ? source.dtype() : convertTo;
-            return new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output));
+            loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output));
         } catch (RuntimeException e) {
             if (ownsSource) {
                 opened.close();
             }
             throw e;
         }
+        return loader.resumingFrom(resumeFrom);
     }
 }

@@ -119,8 +119,23 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     @Override
-    public Loader.Epoch start(long epoch) {
-        return new EpochIterator(epoch);
+    public String fingerprint() {
+        return source.fingerprint();
+    }
+
+    @Override
+    public String orderSettings() {
+        return sampler.settings();
+    }
+
+    @Override
+    public boolean dropLast() {
+        return dropLast;
+    }
+
+    @Override
+    public Loader.Epoch start(long epoch, long firstBatch) {
+        return new EpochIterator(epoch, firstBatch);
     }
 
     /** Stops the reader threads and frees the buffers; closes the source when the loader opened it. */
@@ -180,11 +195,19 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         private long returned;
         private Batch current;
 
-        EpochIterator(long epoch) {
+        EpochIterator(long epoch, long firstBatch) {
             this.epoch = epoch;
             this.order = sampler.order(epoch);
             this.batches = batchesPerEpoch();
+            // resuming skips to a batch: the order is a function of (sampler, epoch), so nothing before it is read
+            this.submitted = firstBatch;
+            this.returned = firstBatch;
             submitMore();
+        }
+
+        @Override
+        public long position() {
+            return returned;
         }
 
         @Override

@@ -183,6 +183,12 @@ public final class DistributedShardSampler implements Sampler {
     }
 
     @Override
+    public String settings() {
+        return "DistributedShardSampler[rank " + rank + " of " + worldSize + ", " + shardSizes.length + " shards of " + total
+                + " samples (sizes hash " + java.util.Arrays.hashCode(shardSizes) + "), seed " + seed + "]";
+    }
+
+    @Override
     public String toString() {
         return "DistributedShardSampler[rank " + rank + " of " + worldSize + ", " + shardSizes.length + " shards]";
     }

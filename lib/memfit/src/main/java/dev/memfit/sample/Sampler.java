@@ -41,4 +41,14 @@ public interface Sampler {
     default SampleOrder order(long epoch) {
         return SampleOrder.of(indices(epoch));
     }
+
+    /**
+     * The settings that fix this sampler's order (kind, size, seed and the like), compared when a loader resumes
+     * from a saved state so that a changed order is refused instead of silently mixing two orders.
+     *
+     * @return a one-line description of every setting the order depends on
+     */
+    default String settings() {
+        return toString();
+    }
 }

@@ -126,6 +126,11 @@ public final class WeightedSampler implements Sampler {
     }
 
     @Override
+    public String settings() {
+        return toString().replace("]", ", seed " + seed + ", labels " + java.util.Arrays.hashCode(labels) + "]");
+    }
+
+    @Override
     public String toString() {
         return "WeightedSampler[" + labels.length + " samples, " + classes + " classes, warm-up " + warmupEpochs + " epochs]";
     }

@@ -535,6 +535,13 @@ public final class ShardStore implements SampleSource {
         return -shard - 2;
     }
 
+    /** The folder's name, cells, genes, layout, shard sizes and stored bytes: a rewritten folder differs. */
+    @Override
+    public String fingerprint() {
+        return folder.getFileName() + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
+                + java.util.Arrays.hashCode(sizes) + ", " + storedValues + " values in " + storedBytes + " bytes";
+    }
+
     @Override
     public String describe() {
         return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards in " : " shards in ") + folder.getFileName();

@@ -106,6 +106,12 @@ public final class NpySource implements SampleSource {
         }
     }
 
+    /** The file's name and size and the array's shape and type: the same whether mapped or loaded, and on any path. */
+    @Override
+    public String fingerprint() {
+        return array.path().getFileName() + " (" + array.header() + ")";
+    }
+
     @Override
     public String describe() {
         return (array.isMapped() ? "mapped " : "in-memory ") + array.path().getFileName();

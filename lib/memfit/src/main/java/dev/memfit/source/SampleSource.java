@@ -83,6 +83,17 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * What identifies the data, for resuming a run from a saved {@link dev.memfit.data.LoaderState}: the same data
+     * read another way (mapped or loaded, on another machine) has the same fingerprint; other data, or the same file
+     * rewritten with another size, does not. The default is the description, sample count, shape and type.
+     *
+     * @return a one-line fingerprint
+     */
+    default String fingerprint() {
+        return describe() + ": " + size() + " samples of " + sampleShape() + " " + dtype();
+    }
+
+    /**
      * Releases files and memory.
      */
     @Override

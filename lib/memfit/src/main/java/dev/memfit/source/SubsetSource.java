@@ -76,6 +76,11 @@ public final class SubsetSource implements SampleSource {
     }
 
     @Override
+    public String fingerprint() {
+        return indices.length + " samples (indices hash " + java.util.Arrays.hashCode(indices) + ") of " + base.fingerprint();
+    }
+
+    @Override
     public String describe() {
         return indices.length + " of " + base.describe();
     }

@@ -1,0 +1,270 @@
+package dev.memfit.data;
+
+import dev.memfit.MemfitException;
+import dev.memfit.PythonPeer;
+import dev.memfit.sample.DistributedShardSampler;
+import dev.memfit.sample.WeightedSampler;
+import dev.memfit.shard.ShardWriter;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Resuming a loader from its saved state: the batches after the resume point are exactly those of an uninterrupted
+ * run (indices and bytes), whatever the source and sampler, at any batch, twice in one epoch, at an epoch boundary,
+ * after leaving an epoch early; and what cannot be honoured is refused loudly. Inputs written by numpy and anndata.
+ */
+class LoaderResumeTest {
+
+    @TempDir
+    static Path dir;
+
+    private static final int ROWS = 1_003;
+    private static final int CELLS = 997;
+
+    @BeforeAll
+    static void write() {
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad
+                d = sys.argv[1]
+                rng = np.random.default_rng(11)
+                np.save(d + '/x.npy', rng.random((%d, 6), dtype=np.float32))
+                np.save(d + '/x-other.npy', rng.random((%d, 6), dtype=np.float32))
+                x = ((rng.random((%d, 30)) < 0.2) * rng.integers(1, 9, (%d, 30))).astype(np.float32)
+                obs = pd.DataFrame(index=['c%%d' %% i for i in range(%d)])
+                var = pd.DataFrame(index=['g%%d' %% j for j in range(30)])
+                ad.AnnData(sp.csr_matrix(x), obs=obs, var=var).write_h5ad(d + '/atlas.h5ad')
+                print('ok')
+                """.formatted(ROWS, ROWS + 1, CELLS, CELLS, CELLS), dir));
+        ShardWriter.builder().setInput(dir.resolve("atlas.h5ad")).optShardSize(200)
+                .optProgress(dev.memfit.ProgressListener.silent()).write(dir.resolve("shards"));
+    }
+
+    /** One batch as seen by a consumer: its number, indices and a copy of its bytes. */
+    private record Seen(long epoch, long number, long[] indices, byte[] bytes) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Seen s && epoch == s.epoch && number == s.number && Arrays.equals(indices, s.indices)
+                    && Arrays.equals(bytes, s.bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return Long.hashCode(number);
+        }
+
+        @Override
+        public String toString() {
+            return "batch " + number + " of epoch " + epoch + " " + Arrays.toString(Arrays.copyOf(indices, Math.min(4, indices.length)));
+        }
+    }
+
+    private static Seen seen(Batch batch) {
+        return new Seen(batch.epoch(), batch.number(), batch.indices().clone(), batch.data().toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** Every batch of epochs [from, to) of a fresh loader. */
+    private static List<Seen> run(Supplier<LoaderBuilder> builder, long from, long to) {
+        List<Seen> all = new ArrayList<>();
+        try (Loader loader = builder.get().build()) {
+            for (long e = from; e < to; e++) {
+                for (Batch batch : loader.epoch(e)) {
+                    all.add(seen(batch));
+                }
+            }
+        }
+        return all;
+    }
+
+    /**
+     * Takes {@code stopAfter} batches (counted over epochs from 0), saves the state as JSON as a checkpoint would,
+     * then a new loader resumes from it and runs to the end of epoch {@code epochs - 1}: returns both parts.
+     */
+    private static List<Seen> interruptedAndResumed(Supplier<LoaderBuilder> builder, int epochs, int stopAfter) {
+        List<Seen> all = new ArrayList<>();
+        String saved;
+        try (Loader loader = builder.get().build()) {
+            outer:
+            for (long e = 0; e < epochs; e++) {
+                for (Batch batch : loader.epoch(e)) {
+                    all.add(seen(batch));
+                    if (all.size() == stopAfter) {
+                        break outer;
+                    }
+                }
+            }
+            saved = loader.state().toJson();
+        }
+        LoaderState state = LoaderState.fromJson(saved);
+        try (Loader loader = builder.get().optResumeFrom(state).build()) {
+            for (long e = state.epoch(); e < epochs; e++) {
+                for (Batch batch : loader.epoch(e)) {
+                    all.add(seen(batch));
+                }
+            }
+        }
+        return all;
+    }
+
+    private static void resumesExactly(Supplier<LoaderBuilder> builder) {
+        List<Seen> uninterrupted = run(builder, 0, 2);
+        long perEpoch;
+        try (Loader loader = builder.get().build()) {
+            perEpoch = loader.batchesPerEpoch();
+        }
+        // inside the first epoch, at its last batch (the boundary), and inside the second
+        for (int stop : new int[]{1, 7, (int) perEpoch, (int) perEpoch + 3}) {
+            assertEquals(uninterrupted, interruptedAndResumed(builder, 2, stop), "resumed after " + stop + " batches");
+        }
+    }
+
+    @Test
+    void shuffledNpyResumesAtAnyBatchWithTheSameBatches() {
+        resumesExactly(() -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7).optThreads(2));
+    }
+
+    @Test
+    void sparseShardsResumeWithTheSameBatches() {
+        resumesExactly(() -> Datasets.shards(dir.resolve("shards")).optBatchSize(50).optShuffle(3).optThreads(1));
+    }
+
+    @Test
+    void weightedAndDistributedSamplersResumeWithTheSameBatches() {
+        int[] labels = new int[ROWS];
+        for (int i = 0; i < ROWS; i++) {
+            labels[i] = i % 10 == 0 ? 1 : 0;
+        }
+        resumesExactly(() -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(32).optSampler(new WeightedSampler(labels, 5, 2)));
+        long[] shardSizes = {300, 300, 300, 103};
+        resumesExactly(() -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(16).optSampler(DistributedShardSampler.builder()
+                .setShardSizes(shardSizes).optRank(1).optWorldSize(3).optSeed(9).build()));
+    }
+
+    @Test
+    void resumingTwiceInOneEpochKeepsThePosition() {
+        Supplier<LoaderBuilder> builder = () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7);
+        List<Seen> uninterrupted = run(builder, 0, 1);
+        List<Seen> all = new ArrayList<>();
+        LoaderState state = null;
+        for (int part = 0; part < 3; part++) {
+            LoaderBuilder b = builder.get();
+            if (state != null) {
+                b.optResumeFrom(state);
+            }
+            try (Loader loader = b.build()) {
+                var batches = loader.epoch(0).iterator();
+                for (int i = 0; i < 5 && batches.hasNext(); i++) {
+                    all.add(seen(batches.next()));
+                }
+                if (part == 2) {
+                    batches.forEachRemaining(batch -> all.add(seen(batch)));
+                }
+                state = loader.state();
+            }
+        }
+        assertEquals(uninterrupted, all);
+        assertEquals(1, state.epoch(), "the finished epoch is saved as the start of the next");
+        assertEquals(0, state.batchesDone());
+    }
+
+    @Test
+    void leavingAnEpochEarlySavesTheBatchesHandedOut() {
+        try (Loader loader = Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7).optPrefetch(4).build()) {
+            assertEquals(0, loader.state().batchesDone());
+            var batches = loader.epoch(0).iterator();
+            batches.next();
+            batches.next();
+            batches.next();
+            LoaderState state = loader.state();
+            assertEquals(0, state.epoch());
+            assertEquals(3, state.batchesDone(), "read-ahead batches are not counted as done");
+        }
+    }
+
+    @Test
+    void aStateLoadedAfterIteratingIsRefused() {
+        try (Loader loader = Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7).build()) {
+            LoaderState state = loader.state();
+            loader.epoch(0).iterator().next();
+            MemfitException e = assertThrows(MemfitException.class, () -> loader.resumeFrom(state));
+            assertTrue(e.getMessage().contains("before the first epoch"), e.getMessage());
+        }
+    }
+
+    @Test
+    void otherDataOrSettingsAreRefusedNamingTheDifference() {
+        LoaderState state;
+        try (Loader loader = Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7).build()) {
+            loader.epoch(0).iterator().next();
+            state = loader.state();
+        }
+        MemfitException batch = assertThrows(MemfitException.class,
+                () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(128).optShuffle(7).optResumeFrom(state).build());
+        assertTrue(batch.getMessage().contains("batch size: 64 saved, 128 now"), batch.getMessage());
+        MemfitException seed = assertThrows(MemfitException.class,
+                () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(8).optResumeFrom(state).build());
+        assertTrue(seed.getMessage().contains("sampler: ShuffledSampler[1003, seed 7] saved"), seed.getMessage());
+        MemfitException data = assertThrows(MemfitException.class,
+                () -> Datasets.npy(dir.resolve("x-other.npy")).mapped().optBatchSize(64).optShuffle(7).optResumeFrom(state).build());
+        assertTrue(data.getMessage().contains("data: x.npy"), data.getMessage());
+        // the same file loaded instead of mapped is the same data: allowed
+        try (Loader loaded = Datasets.npy(dir.resolve("x.npy")).inMemory().optBatchSize(64).optShuffle(7).optResumeFrom(state).build()) {
+            assertEquals(1, loaded.epoch(0).iterator().next().number());
+        }
+        try (Loader skipping = Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7).optResumeFrom(state).build()) {
+            MemfitException wrongEpoch = assertThrows(MemfitException.class, () -> skipping.epoch(1).iterator());
+            assertTrue(wrongEpoch.getMessage().contains("start with epoch 0"), wrongEpoch.getMessage());
+        }
+    }
+
+    @Test
+    void aStreamResumesAtEpochBoundariesAndRefusesMidEpoch() {
+        Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(dir.resolve("atlas.h5ad")).optBatchSize(50).optChunkSize(100)
+                .optShuffle(4);
+        List<Seen> secondEpoch = new ArrayList<>();
+        LoaderState boundary;
+        LoaderState middle;
+        try (Loader loader = stream.get().build()) {
+            var batches = loader.epoch(0).iterator();
+            batches.next();
+            middle = loader.state();
+            batches.forEachRemaining(b -> { });
+            boundary = loader.state();
+            for (Batch batch : loader.epoch(1)) {
+                secondEpoch.add(seen(batch));
+            }
+        }
+        assertEquals(1, boundary.epoch());
+        assertEquals(0, boundary.batchesDone());
+        List<Seen> resumed = new ArrayList<>();
+        try (Loader loader = stream.get().optResumeFrom(boundary).build()) {
+            for (Batch batch : loader.epoch(1)) {
+                resumed.add(seen(batch));
+            }
+        }
+        assertEquals(secondEpoch, resumed, "a stream resumed at an epoch boundary yields the same epoch");
+        try (Loader loader = stream.get().optResumeFrom(middle).build()) {
+            MemfitException e = assertThrows(MemfitException.class, () -> loader.epoch(0).iterator());
+            assertTrue(e.getMessage().contains("resumes at the start of an epoch") && e.getMessage().contains("shards"), e.getMessage());
+        }
+    }
+
+    @Test
+    void stateRoundTripsThroughJsonAndRejectsNonsense() {
+        LoaderState state = new LoaderState("x.npy (header)", 10, "ShuffledSampler[10, seed 1]", 4, false, 3, 2);
+        assertEquals(state, LoaderState.fromJson(state.toJson()));
+        assertThrows(MemfitException.class, () -> LoaderState.fromJson("{\"epoch\": 1}"));
+        assertThrows(MemfitException.class, () -> new LoaderState("s", 10, "t", 0, false, 0, 0));
+    }
+}
