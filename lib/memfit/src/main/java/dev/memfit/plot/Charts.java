@@ -58,14 +58,14 @@ public final class Charts {
 
     /**
      * Memory over time for one or more probe timelines: heap in use, memfit's native memory and resident memory
-     * (anonymous and file-backed), in MB.
+     * (anonymous and file-backed), in MiB.
      *
      * @param title the chart title
      * @param timelines the timelines; each adds its series, prefixed with its name when there are several
      * @return the image
      */
     public static BufferedImage memoryTimeline(String title, MemoryTimeline... timelines) {
-        XYChart chart = xy(title, "seconds", "MB");
+        XYChart chart = xy(title, "seconds", "MiB");
         for (int run = 0; run < timelines.length; run++) {
             MemoryTimeline timeline = timelines[run];
             String prefix = timelines.length > 1 ? timeline.name() + ": " : "";
