@@ -1,14 +1,19 @@
 """Executes memfit's notebooks headless on the 'memfit' kernel and writes readable HTML with inline plots.
 
-usage: run_notebooks.py [--size small|default|large | --small] [--out DIR] [--timeout SECONDS] [NOTEBOOK ...]
+usage: run_notebooks.py [--size small|default|large | --small] [--out DIR] [--timeout SECONDS] [--max-rss-mib N]
+                        [NOTEBOOK ...]
 
 Each notebook runs in a fresh kernel with its folder as working directory; sizes come from its parameters cell,
 which reads MEMFIT_* environment variables (--size sets MEMFIT_SIZE, the tier whose defaults apply; --small is
 --size small, the tier CI and Binder run). The executed notebook
 and its HTML are written to the output folder even when a cell fails, so the error can be read in place.
+Each kernel's peak resident memory (VmHWM of the kernel process and its children, read just before it shuts down)
+is printed and written with the times to summary.json in the output folder; --max-rss-mib fails a notebook whose
+kernel went above it (the small tier must fit Binder's 2 GB container).
 Exit status: 0 when every notebook ran to the end.
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -51,35 +56,131 @@ def tidy_outputs(nb):
             cell["outputs"] = merged
 
 
-# Values a reader should never see: a printf as a cell's last statement shows the PrintStream it returns.
-NOISE = re.compile(r"java\.io\.PrintStream@[0-9a-f]+")
+# Values a reader should never see: a printf as a cell's last statement shows the PrintStream it returns; a Java
+# array printed with println or string concatenation shows its type and identity ([D@1a2b3c).
+NOISE = [
+    (re.compile(r"java\.io\.PrintStream@[0-9a-f]+"),
+     "end it with a statement that returns nothing (e.g. System.out.print(String.format(...)))"),
+    (re.compile(r"\[+(?:[ZBCSIJFD]|L[\w.$]+;)@[0-9a-f]+"),
+     "a Java array printed as an object: print Arrays.toString(...) or the values formatted"),
+]
+# A printed list of numbers with an unrounded double in it: [1628.740253518077] or [0.5, 0.1234567].
+NUMBER_LIST = re.compile(r"\[([^\[\]\n]*)\]")
+NUMBER = re.compile(r"\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*")
+UNROUNDED = re.compile(r"\d\.\d{6,}")
+
+
+def unrounded_list(text):
+    """The first bracketed, comma-separated list of numbers in text with a value of 6 or more decimals, or None."""
+    for match in NUMBER_LIST.finditer(text):
+        items = match.group(1).split(",")
+        if all(NUMBER.fullmatch(item) for item in items) and any(UNROUNDED.search(item) for item in items):
+            return match.group(0)
+    return None
+
+
+def output_text(output):
+    """The text a reader sees in an output: a stream, or the plain-text form of a result."""
+    text = output.get("text", "")
+    plain = output.get("data", {}).get("text/plain", "")
+    return text + ("".join(plain) if isinstance(plain, list) else plain)
 
 
 def output_noise(nb):
-    """Describes outputs that show object identities instead of results, one line per cell."""
+    """Describes outputs that show object identities or unrounded doubles instead of results, one line per find."""
     found = []
     for index, cell in enumerate(nb.cells):
         for output in cell.get("outputs", []):
-            text = output.get("text", "") + "".join(output.get("data", {}).get("text/plain", ""))
-            match = NOISE.search(text)
-            if match:
-                found.append(f"cell {index} shows '{match.group(0)}': end it with a statement that returns nothing"
-                             " (e.g. System.out.print(String.format(...)))")
+            text = output_text(output)
+            for pattern, advice in NOISE:
+                match = pattern.search(text)
+                if match:
+                    found.append(f"cell {index} shows '{match.group(0)}': {advice}")
+            numbers = unrounded_list(text)
+            if numbers:
+                shown = numbers if len(numbers) <= 60 else numbers[:57] + "..."
+                found.append(f"cell {index} shows unrounded doubles '{shown}': format them (String.format(\"%.2f\", ...))")
     return found
+
+
+def notebook_title(nb, fallback):
+    """The notebook's first markdown heading (any level) without its #s and markup, or fallback when there is none."""
+    for cell in nb.cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        for line in cell.get("source", "").splitlines():
+            heading = re.match(r"\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if heading and heading.group(1):
+                return re.sub(r"[`*_]", "", heading.group(1)).strip()
+    return fallback
 
 
 def write(nb, target_html, target_ipynb):
     tidy_outputs(nb)
     nbformat.write(nb, str(target_ipynb))
     exporter = HTMLExporter(template_name="classic")
-    body, _ = exporter.from_notebook_node(nb)
+    # the classic template titles the page with nb.metadata.title, else resources' metadata name ("Notebook")
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook_title(nb, target_html.stem)}})
     target_html.write_text(body, encoding="utf-8")
+
+
+def descendants(pid, proc=Path("/proc")):
+    """pid and every process under it, from the parent ids in /proc/*/stat."""
+    children = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            # the command name (in parentheses) may hold spaces: the parent id is the 2nd field after the last ')'
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def peak_rss_kib(pid, proc=Path("/proc")):
+    """The largest VmHWM (peak resident memory, KiB) over pid and its descendants, or None when none can be read."""
+    peaks = []
+    for member in descendants(pid, proc):
+        try:
+            for line in (proc / str(member) / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peaks.append(int(line.split()[1]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return max(peaks) if peaks else None
+
+
+def kernel_pid(km):
+    """The process id of the kernel a kernel manager started (the launcher script execs java), or None."""
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    if process is not None:
+        return process.pid
+    kernel = getattr(km, "kernel", None)
+    return getattr(kernel, "pid", None)
+
+
+class MeasuringClient(NotebookClient):
+    """A NotebookClient that reads the kernel's peak resident memory just before it shuts the kernel down."""
+
+    peak_rss_kib = None
+
+    async def _async_cleanup_kernel(self):
+        if self.peak_rss_kib is None and self.km is not None:
+            pid = kernel_pid(self.km)
+            if pid is not None:
+                self.peak_rss_kib = peak_rss_kib(pid)
+        await super()._async_cleanup_kernel()
 
 
 def run(path, out_dir, timeout):
     nb = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(nb, kernel_name="memfit", timeout=timeout, startup_timeout=120,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = MeasuringClient(nb, kernel_name="memfit", timeout=timeout, startup_timeout=120,
+                             resources={"metadata": {"path": str(path.parent)}})
     started = time.monotonic()
     error = None
     try:
@@ -91,10 +192,26 @@ def run(path, out_dir, timeout):
     write(nb, html, out_dir / path.name)
     noise = output_noise(nb)
     if error is None and noise:
-        error = RuntimeError("output noise:\n" + "\n".join(noise))
+        error = CheckFailed("output noise:\n" + "\n".join(noise))
     images = sum(1 for cell in nb.cells for output in cell.get("outputs", [])
                  if "image/png" in output.get("data", {}))
-    return error, seconds, html, images
+    peak_mib = None if client.peak_rss_kib is None else client.peak_rss_kib / 1024
+    return error, seconds, html, images, peak_mib
+
+
+class CheckFailed(RuntimeError):
+    """A notebook that ran to the end but fails a check of its outputs or its memory (no kernel log needed)."""
+
+
+def rss_text(peak_mib):
+    return "kernel peak RSS unknown" if peak_mib is None else f"kernel peak RSS {peak_mib:.0f} MiB"
+
+
+def write_summary(target, summary):
+    """Writes summary.json under a temporary name first, so a reader never sees half of it."""
+    partial = target.with_name(target.name + ".tmp")
+    partial.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    partial.replace(target)
 
 
 def main():
@@ -105,6 +222,8 @@ def main():
     parser.add_argument("--small", action="store_true", help="the small tier (--size small)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "notebooks")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
+    parser.add_argument("--max-rss-mib", type=float, metavar="N",
+                        help="fail a notebook whose kernel's peak resident memory exceeds N MiB")
     args = parser.parse_args()
     size = "small" if args.small else args.size
     if size:
@@ -118,23 +237,30 @@ def main():
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     failed = []
+    summary = {}
     for path in notebooks:
         path = path.resolve()
         print(f"[{path.stem}] running ...", flush=True)
-        error, seconds, html, images = run(path, args.out, args.timeout)
+        error, seconds, html, images, peak_mib = run(path, args.out, args.timeout)
+        if error is None and args.max_rss_mib is not None and peak_mib is not None and peak_mib > args.max_rss_mib:
+            error = CheckFailed(f"the kernel's peak resident memory was {peak_mib:.0f} MiB, above --max-rss-mib "
+                                 f"{args.max_rss_mib:.0f}: shrink this tier's sizes or MEMFIT_KERNEL_HEAP")
+        summary[path.stem] = {"ok": error is None, "seconds": round(seconds, 1), "plots": images,
+                              "peak_rss_mib": None if peak_mib is None else round(peak_mib, 1)}
+        write_summary(args.out / "summary.json", summary)
         if error is None:
-            print(f"[{path.stem}] ok in {seconds:.1f} s, {images} plot(s) -> {html}", flush=True)
+            print(f"[{path.stem}] ok in {seconds:.1f} s, {images} plot(s), {rss_text(peak_mib)} -> {html}", flush=True)
         else:
             failed.append(path.stem)
             first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
-            print(f"[{path.stem}] FAILED after {seconds:.1f} s -> {html}", flush=True)
+            print(f"[{path.stem}] FAILED after {seconds:.1f} s, {rss_text(peak_mib)} -> {html}", flush=True)
             print("    " + "\n    ".join(first_line[-15:]), flush=True)
-            if not isinstance(error, CellExecutionError):
+            if not isinstance(error, (CellExecutionError, CheckFailed)):
                 log = ROOT / "build" / "jupyter" / "kernels" / "memfit" / "kernel.log"
                 if log.exists():
                     print(f"    last lines of {log}:", flush=True)
                     print("    " + "\n    ".join(log.read_text(errors="replace").splitlines()[-20:]), flush=True)
-    print(f"HTML with inline plots: {args.out}")
+    print(f"HTML with inline plots: {args.out} (times, plots and peak memory: {args.out / 'summary.json'})")
     print(f"notebooks: {len(notebooks) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 

@@ -77,7 +77,7 @@ final class EstimateCommand implements Callable<Integer> {
         Advice.Machine here = Advice.Machine.current();
         Advice.Machine machine = new Advice.Machine(here.availableRam(), here.heapLimit(),
                 deviceMemoryGb > 0 ? (long) (deviceMemoryGb * (1L << 30)) : -1,
-                storageMegabytesPerSecond > 0 ? (long) (storageMegabytesPerSecond * 1e6) : -1);
+                storageMegabytesPerSecond > 0 ? (long) (storageMegabytesPerSecond * 1e6) : -1, here.containerLimit());
         LoadingStrategy how = loading == null ? null : switch (loading.toLowerCase(Locale.ROOT)) {
             case "memory", "in_memory", "eager" -> LoadingStrategy.inMemory();
             case "mapped" -> LoadingStrategy.mapped();
@@ -94,8 +94,8 @@ final class EstimateCommand implements Callable<Integer> {
             how = advice.strategy();
         }
         MemoryEstimate estimate = builder.setData(samples, sampleBytes, how).build().estimate();
-        System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MB), loaded %s%n%n", file, samples, sampleBytes,
-                dataBytes / 1e6, how.describe());
+        System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MiB), loaded %s%n%n", file, samples, sampleBytes,
+                dataBytes / (double) (1L << 20), how.describe());
         System.out.println(estimate.table().printAll());
         System.out.println();
         System.out.println(Advice.of(estimate, dataBytes, machine).text());

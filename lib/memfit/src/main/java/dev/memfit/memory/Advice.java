@@ -1,7 +1,5 @@
 package dev.memfit.memory;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Locale;
 
 /**
@@ -53,30 +51,60 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
     /**
      * What the machine offers.
      *
-     * @param availableRam RAM the OS can give (MemAvailable)
+     * @param availableRam memory this process can still get: the OS's MemAvailable, and inside a container at most
+     *     what its memory limit leaves ({@link ProcessMemory#available()})
      * @param heapLimit the JVM's {@code -Xmx}
      * @param deviceMemory memory of the training device, or -1 when training on the CPU
      * @param storageBytesPerSecond measured read speed of the data's storage, or -1 when unknown
+     * @param containerLimit the container's memory limit when it is below the machine's RAM, or -1 when none applies
      */
-    public record Machine(long availableRam, long heapLimit, long deviceMemory, long storageBytesPerSecond) {
+    public record Machine(long availableRam, long heapLimit, long deviceMemory, long storageBytesPerSecond,
+                          long containerLimit) {
 
         /**
-         * This machine: available RAM from {@code /proc/meminfo}, this JVM's heap limit, no device, storage unknown.
+         * A machine with no container limit.
+         *
+         * @param availableRam RAM the OS can give (MemAvailable)
+         * @param heapLimit the JVM's {@code -Xmx}
+         * @param deviceMemory memory of the training device, or -1 when training on the CPU
+         * @param storageBytesPerSecond measured read speed of the data's storage, or -1 when unknown
+         */
+        public Machine(long availableRam, long heapLimit, long deviceMemory, long storageBytesPerSecond) {
+            this(availableRam, heapLimit, deviceMemory, storageBytesPerSecond, -1);
+        }
+
+        /**
+         * This machine: the memory this process can get ({@link ProcessMemory#current()}: the available RAM, or
+         * what a container's memory limit leaves), this JVM's heap limit, no device, storage unknown.
          *
          * @return the machine
          */
         public static Machine current() {
-            long available = -1;
-            try {
-                for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-                    if (line.startsWith("MemAvailable:")) {
-                        available = Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-                    }
-                }
-            } catch (java.io.IOException | RuntimeException e) {
-                available = Runtime.getRuntime().maxMemory();
-            }
-            return new Machine(available, Runtime.getRuntime().maxMemory(), -1, -1);
+            return of(ProcessMemory.current());
+        }
+
+        /**
+         * A machine with the given memory, this JVM's heap limit, no device, storage unknown.
+         *
+         * @param memory what this process may use
+         * @return the machine
+         */
+        public static Machine of(ProcessMemory memory) {
+            long heap = Runtime.getRuntime().maxMemory();
+            long available = memory.available();
+            return new Machine(available < 0 ? heap : available, heap, -1, -1, memory.limit());
+        }
+
+        /**
+         * The available memory in words, saying when it is a container's limit.
+         *
+         * @return such as {@code "1.4 GiB (container limit 2.0 GiB)"} or {@code "12.3 GiB"}
+         */
+        public String ramText() {
+            return containerLimit > 0
+                    ? String.format(Locale.ROOT, "%s (container limit %s)", MemoryEstimator.human(availableRam),
+                    MemoryEstimator.human(containerLimit))
+                    : MemoryEstimator.human(availableRam);
         }
     }
 
@@ -93,7 +121,7 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
         StringBuilder text = new StringBuilder();
         double ram = machine.availableRam();
         String data = MemoryEstimator.human(dataBytes);
-        String available = MemoryEstimator.human(machine.availableRam());
+        String available = machine.ramText();
         long speed = machine.storageBytesPerSecond();
         double epochSeconds = speed > 0 ? dataBytes / (double) speed : -1;
         if (dataBytes <= IN_MEMORY_SHARE * ram) {
@@ -200,7 +228,7 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
         long dense = cells * genes * Float.BYTES;
         long sparse = storedValues * (Float.BYTES + Integer.BYTES) + (cells + 1) * Long.BYTES;
         String sizes = String.format(Locale.ROOT, "%,d cells x %,d genes: %s as dense float32, %s as CSR; RAM available %s.",
-                cells, genes, MemoryEstimator.human(dense), MemoryEstimator.human(sparse), MemoryEstimator.human(machine.availableRam()));
+                cells, genes, MemoryEstimator.human(dense), MemoryEstimator.human(sparse), machine.ramText());
         return sizes + " " + switch (atlasStrategy(cells, genes, storedValues, devices, machine)) {
             case LoadingStrategy.InMemory _ -> dense <= IN_MEMORY_SHARE * machine.availableRam()
                     ? "Small atlas: load X into memory (LoadingStrategy.inMemory() holds it as dense float32) and sample freely."

@@ -169,10 +169,11 @@ public sealed interface LoadingStrategy {
                 long cells = h5ad.observations();
                 long rowBytes = h5ad.variables() * Float.BYTES;
                 long dense = Math.multiplyExact(cells, rowBytes);
-                long available = Advice.Machine.current().availableRam();
+                Advice.Machine machine = Advice.Machine.current();
+                long available = machine.availableRam();
                 if (available > 0 && dense > available) {
                     throw new MemfitException(file + ": X as dense float32 needs " + MemoryEstimator.human(dense)
-                            + ", more than the " + MemoryEstimator.human(available) + " of RAM available; stream it "
+                            + ", more than the " + machine.ramText() + " of memory available; stream it "
                             + "(LoadingStrategy.streaming().loader(file)) or convert it with ./memfit shard");
                 }
                 ArraySource rows = ArraySource.allocate(file.getFileName().toString(), cells,
@@ -390,7 +391,7 @@ public sealed interface LoadingStrategy {
          * {@link MemoryEstimator.Builder#optStoredBytes}.
          *
          * @param path the shard folder
-         * @return the description, such as {@code memory-mapped shards, sparse (CSR, densified per batch), 312.4 MB on disk}
+         * @return the description, such as {@code memory-mapped shards, sparse (CSR, densified per batch), 312.4 MiB on disk}
          */
         public String describe(Path path) {
             try (ShardStore store = ShardStore.open(path)) {

@@ -201,14 +201,21 @@ public final class MemoryEstimator {
         return new MemoryEstimate(List.copyOf(parts));
     }
 
-    static String human(long bytes) {
+    /**
+     * A size in binary units, the one spelling memfit's memory reports use: {@code "1.5 GiB"}, {@code "12.0 MiB"},
+     * {@code "3.0 KiB"} (powers of 2^10).
+     *
+     * @param bytes the size
+     * @return the size in words
+     */
+    public static String human(long bytes) {
         if (bytes >= 1L << 30) {
-            return String.format(Locale.ROOT, "%.1f GB", bytes / (double) (1L << 30));
+            return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
         }
         if (bytes >= 1L << 20) {
-            return String.format(Locale.ROOT, "%.1f MB", bytes / (double) (1L << 20));
+            return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
         }
-        return String.format(Locale.ROOT, "%.1f KB", bytes / 1024.0);
+        return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
     }
 
     /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */

@@ -45,7 +45,7 @@ public final class Charts {
     /** Width of the plot area and axes; the legend is added to the right of it. */
     private static final int PLOT_WIDTH = 700;
     private static final int HEIGHT = 440;
-    private static final double MB = 1024.0 * 1024.0;
+    private static final double MIB = 1024.0 * 1024.0;
     private static final FontRenderContext FONTS = new FontRenderContext(null, true, true);
 
     /** Matplotlib's "tab10" colours: distinct and familiar from the Python side. */
@@ -130,7 +130,7 @@ public final class Charts {
     }
 
     /**
-     * Memory over time for one or more probe timelines, in MB: heap in use, memfit's own native allocations,
+     * Memory over time for one or more probe timelines, in MiB: heap in use, memfit's own native allocations,
      * resident memory (anonymous and file-backed) and device memory where measured. The marks recorded with
      * {@code MemoryProbe.mark(label)} are drawn as thin vertical lines with their labels at the top.
      *
@@ -151,7 +151,7 @@ public final class Charts {
                 names.add(prefix + quantity);
             }
         }
-        XYChart chart = xy(title, "seconds", "MB", names);
+        XYChart chart = xy(title, "seconds", "MiB", names);
         Range xRange = new Range();
         Range yRange = new Range();
         for (int run = 0; run < timelines.length; run++) {
@@ -240,9 +240,9 @@ public final class Charts {
             long value = quantity.applyAsLong(sample);
             if (value >= 0) {   // -1: not measurable here (no device, no /proc)
                 x.add(sample.seconds());
-                y.add(value / MB);
+                y.add(value / MIB);
                 xRange.add(sample.seconds());
-                yRange.add(value / MB);
+                yRange.add(value / MIB);
             }
         }
         if (!x.isEmpty()) {

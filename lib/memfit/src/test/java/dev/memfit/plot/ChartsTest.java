@@ -152,6 +152,7 @@ class ChartsTest {
         }
         var marks = List.of(new MemoryTimeline.Mark(2.5, "epoch 1"), new MemoryTimeline.Mark(7.0, "epoch 2"));
         XYChart chart = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", samples, marks));
+        assertEquals("MiB", chart.getYAxisTitle(), "memory in binary units, as everywhere");
         assertEquals(List.of("heap used", "native (memfit)", "RSS anonymous", "RSS file pages"), names(chart),
                 "device is -1 (not measured) and left out");
         XYSeries nativeLine = chart.getSeries("native (memfit)");

@@ -1,0 +1,172 @@
+package dev.memfit.memory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The memory this process may use: the machine's RAM, or the memory limit of the container (cgroup) it runs in when
+ * that is below the RAM, so that advice inside a 2 GiB Binder container is not based on the host's 256 GiB.
+ *
+ * <pre>{@code
+ * ProcessMemory memory = ProcessMemory.current();
+ * System.out.println(memory);   // "1.4 GiB available (container limit 2.0 GiB)"
+ * }</pre>
+ *
+ * <p>Read from Linux's files: {@code /proc/meminfo} ({@code MemTotal}, {@code MemAvailable}) and the memory
+ * controller of the process's cgroup named in {@code /proc/self/cgroup}: cgroup v2 ({@code 0::/path} ->
+ * {@code /sys/fs/cgroup/path/memory.max} and {@code memory.current}, every ancestor up to the root too, since a
+ * parent's limit applies to its children) or v1 (the line naming the {@code memory} controller ->
+ * {@code /sys/fs/cgroup/memory/path/memory.limit_in_bytes} and {@code memory.usage_in_bytes}). Hand-written: the
+ * JDK's own container support ({@code jdk.internal.platform}) is not exported, and
+ * {@code OperatingSystemMXBean.getFreeMemorySize()} reports free memory, which leaves out the reclaimable page cache.
+ *
+ * @param physicalTotal the machine's RAM (MemTotal), or -1 when unknown
+ * @param physicalAvailable RAM the OS can give without swapping (MemAvailable), or -1 when unknown
+ * @param limit the container's memory limit when it is below the RAM, or -1 when none applies
+ * @param usage the container's memory in use (its page cache included) when a limit applies, else -1
+ */
+public record ProcessMemory(long physicalTotal, long physicalAvailable, long limit, long usage) {
+
+    /** cgroup v1 writes "no limit" as a huge page-aligned number; anything from 2^62 on counts as unlimited. */
+    private static final long V1_UNLIMITED = 1L << 62;
+
+    /**
+     * This process's memory, read from the real {@code /proc} and {@code /sys}.
+     *
+     * @return the memory
+     */
+    public static ProcessMemory current() {
+        return read(Path.of("/"));
+    }
+
+    /**
+     * The memory as seen under a file-system root that holds {@code proc/meminfo}, {@code proc/self/cgroup} and
+     * {@code sys/fs/cgroup}; tests build such a tree in a temporary folder. Missing or unreadable files mean "no
+     * limit" (or "unknown" for meminfo), never an exception.
+     *
+     * @param root the folder standing for {@code /}
+     * @return the memory
+     */
+    public static ProcessMemory read(Path root) {
+        long total = -1;
+        long available = -1;
+        for (String line : lines(root.resolve("proc/meminfo"))) {
+            if (line.startsWith("MemTotal:")) {
+                total = kibibytes(line);
+            } else if (line.startsWith("MemAvailable:")) {
+                available = kibibytes(line);
+            }
+        }
+        long limit = Long.MAX_VALUE;
+        long usage = -1;
+        Path cgroups = root.resolve("sys/fs/cgroup");
+        for (String line : lines(root.resolve("proc/self/cgroup"))) {
+            // hierarchy-id:controllers:path
+            String[] parts = line.split(":", 3);
+            if (parts.length < 3) {
+                continue;
+            }
+            boolean v2 = parts[0].equals("0") && parts[1].isEmpty();
+            boolean v1 = List.of(parts[1].split(",")).contains("memory");
+            if (!v2 && !v1) {
+                continue;
+            }
+            Path base = v2 ? cgroups : cgroups.resolve("memory");
+            String limitFile = v2 ? "memory.max" : "memory.limit_in_bytes";
+            String usageFile = v2 ? "memory.current" : "memory.usage_in_bytes";
+            // from the process's own cgroup up to the root: the smallest limit on the way applies
+            Path relative = Path.of(parts[2].startsWith("/") ? parts[2].substring(1) : parts[2]);
+            for (Path at = relative; ; at = at.getParent()) {
+                Path folder = at == null || at.toString().isEmpty() ? base : base.resolve(at.toString());
+                long found = number(folder.resolve(limitFile));
+                if (found > 0 && found < V1_UNLIMITED && found < limit) {
+                    limit = found;
+                    usage = number(folder.resolve(usageFile));
+                }
+                if (at == null || at.toString().isEmpty()) {
+                    break;
+                }
+            }
+        }
+        if (limit == Long.MAX_VALUE || (total > 0 && limit >= total)) {
+            return new ProcessMemory(total, available, -1, -1);
+        }
+        return new ProcessMemory(total, available, limit, usage);
+    }
+
+    /**
+     * Whether a container limit below the machine's RAM applies.
+     *
+     * @return true inside a limited container
+     */
+    public boolean containerLimited() {
+        return limit > 0;
+    }
+
+    /**
+     * The memory this process can still get: the machine's available RAM, and inside a limited container at most
+     * what the limit leaves ({@code limit - usage}); -1 when nothing could be read.
+     *
+     * @return bytes
+     */
+    public long available() {
+        if (!containerLimited()) {
+            return physicalAvailable;
+        }
+        long left = Math.max(0, limit - Math.max(0, usage));
+        return physicalAvailable < 0 ? left : Math.min(physicalAvailable, left);
+    }
+
+    /**
+     * The memory this process may use in all: the container limit, or the machine's RAM.
+     *
+     * @return bytes, or -1 when unknown
+     */
+    public long total() {
+        return containerLimited() ? limit : physicalTotal;
+    }
+
+    /**
+     * The available memory in words, saying where a limit comes from.
+     *
+     * @return such as {@code "1.4 GiB available (container limit 2.0 GiB)"} or {@code "12.3 GiB available (RAM 15.5 GiB)"}
+     */
+    @Override
+    public String toString() {
+        if (containerLimited()) {
+            return String.format(Locale.ROOT, "%s available (container limit %s)", MemoryEstimator.human(available()),
+                    MemoryEstimator.human(limit));
+        }
+        return String.format(Locale.ROOT, "%s available (RAM %s)", MemoryEstimator.human(available()),
+                physicalTotal < 0 ? "unknown" : MemoryEstimator.human(physicalTotal));
+    }
+
+    private static List<String> lines(Path file) {
+        try {
+            return Files.readAllLines(file);
+        } catch (IOException | RuntimeException e) {
+            return List.of();
+        }
+    }
+
+    /** A file holding one number; "max" (cgroup v2's "no limit"), a missing file or anything else is -1. */
+    private static long number(Path file) {
+        List<String> lines = lines(file);
+        if (lines.isEmpty()) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(lines.getFirst().trim());
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static long kibibytes(String meminfoLine) {
+        String digits = meminfoLine.replaceAll("[^0-9]", "");
+        return digits.isEmpty() ? -1 : Long.parseLong(digits) * 1024;
+    }
+}
