@@ -32,7 +32,7 @@ public final class Progress implements ProgressListener.Task {
      *
      * @param task what is being done, such as "Writing rows"
      * @param total the number of steps, or -1 when unknown
-     * @param unit the name of a step, such as "rows" or "MB"
+     * @param unit the name of a step, such as "rows" or "MiB"
      * @return the bar, to be closed when the work ends
      */
     public static Progress bar(String task, long total, String unit) {

@@ -18,7 +18,7 @@ public interface ProgressListener {
      *
      * @param task what is being done, such as "Packing samples"
      * @param total the number of steps, or -1 when unknown
-     * @param unit the name of a step, such as "files" or "MB"
+     * @param unit the name of a step, such as "files" or "MiB"
      * @return the task's progress, advanced by the work and closed when it ends
      */
     Task start(String task, long total, String unit);
