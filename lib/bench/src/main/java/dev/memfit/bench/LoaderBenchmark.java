@@ -178,7 +178,7 @@ public final class LoaderBenchmark {
         SplittableRandom random = new SplittableRandom(seed);
         float[] chunk = new float[chunkRows * columns];
         try (NpyWriter writer = Npy.create(file, NpyHeader.of(DType.FLOAT32, rows, columns));
-             Progress progress = Progress.bar("Creating " + file.getFileName(), rows * rowBytes >> 20, "MB")) {
+             Progress progress = Progress.bar("Creating " + file.getFileName(), rows * rowBytes >> 20, "MiB")) {
             for (long row = 0; row < rows; row += chunkRows) {
                 int n = (int) Math.min(chunkRows, rows - row);
                 for (int i = 0; i < n * columns; i++) {

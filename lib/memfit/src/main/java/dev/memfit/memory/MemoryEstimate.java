@@ -51,14 +51,14 @@ public record MemoryEstimate(List<Component> components) {
     }
 
     /**
-     * The breakdown as a table: component, where, MB.
+     * The breakdown as a table: component, where, MiB.
      *
      * @return the table
      */
     public Table table() {
         StringColumn name = StringColumn.create("component");
         StringColumn where = StringColumn.create("where");
-        DoubleColumn megabytes = DoubleColumn.create("MB");
+        DoubleColumn megabytes = DoubleColumn.create("MiB");
         for (Component component : components) {
             name.append(component.name());
             where.append(component.where().name().toLowerCase(Locale.ROOT).replace('_', ' '));

@@ -203,12 +203,12 @@ public final class MemoryEstimator {
 
     static String human(long bytes) {
         if (bytes >= 1L << 30) {
-            return String.format(Locale.ROOT, "%.1f GB", bytes / (double) (1L << 30));
+            return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
         }
         if (bytes >= 1L << 20) {
-            return String.format(Locale.ROOT, "%.1f MB", bytes / (double) (1L << 20));
+            return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
         }
-        return String.format(Locale.ROOT, "%.1f KB", bytes / 1024.0);
+        return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
     }
 
     /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */

@@ -84,7 +84,7 @@ class MemoryEstimatorTest {
         // an epoch of 1000 GB at 100 MB/s: a subset of 8 GB (half the RAM), which reads in about 86 s
         Advice subset = Advice.of(small, 1000 * gb, new Advice.Machine(16 * gb, 4 * gb, -1, 100_000_000));
         assertEquals(new LoadingStrategy.RandomSubset(8.0 / 1000, 0, LoadingStrategy.mapped()), subset.strategy());
-        assertTrue(subset.text().contains("random subset of 0.800% of the samples (8.0 GB"), subset.text());
+        assertTrue(subset.text().contains("random subset of 0.800% of the samples (8.0 GiB"), subset.text());
         MemoryEstimate big = MemoryEstimator.builder().setData(1000, 1000, LoadingStrategy.inMemory())
                 .setModel(1_000_000_000L, 0).build().estimate();
         Advice device = Advice.of(big, gb, new Advice.Machine(16 * gb, 4 * gb, 8 * gb, -1));

@@ -121,7 +121,7 @@ class SyntheticBuildersTest {
             RecordingProgress.Seen task = progress.only();
             assertEquals("Writing big.npy", task.name());
             assertEquals(10, task.total());
-            assertEquals("MB", task.unit());
+            assertEquals("MiB", task.unit());
             assertEquals(10, task.steps().get());
             assertTrue(task.closed().get());
             assertMessage("setRows(n) is required", () -> Resampling.builder().setSource(source).write(dir.resolve("x.npy")));
