@@ -72,7 +72,7 @@ public final class Scratch {
             CRC32C crc = new CRC32C();
             try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
                  FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-                 ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MB")) {
+                 ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MiB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;
                 int read;
