@@ -5,6 +5,7 @@ import dev.memfit.ProgressListener;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -49,7 +50,7 @@ public final class Scratch {
     }
 
     /**
-     * Copies a file into a folder, unless an identical copy is already there, reporting the copy's progress in MB.
+     * Copies a file into a folder, unless an identical copy is already there, reporting the copy's progress in MiB.
      *
      * @param source the file on slow storage
      * @param scratchFolder the local folder
@@ -57,26 +58,48 @@ public final class Scratch {
      * @return the copy
      */
     public static Copy copy(Path source, Path scratchFolder, ProgressListener listener) {
+        return copyThrough(null, source, scratchFolder, listener);
+    }
+
+    /**
+     * Copies a file into a folder through a storage, unless an identical copy is already there: the copy pays that
+     * storage's latency and bandwidth (one request per {@value #BUFFER}-byte block), as a copy off a network file
+     * system does, and so does the check of an existing copy, which reads the source again.
+     *
+     * @param from the storage the source is read through (a simulated network storage, say)
+     * @param source the file on that storage
+     * @param scratchFolder the local folder
+     * @param listener where progress goes
+     * @return the copy
+     */
+    public static Copy copy(Storage from, Path source, Path scratchFolder, ProgressListener listener) {
+        if (from == null) {
+            throw new IllegalArgumentException("no storage to copy " + source + " from; use copy(source, folder) for a local file");
+        }
+        return copyThrough(from, source, scratchFolder, listener);
+    }
+
+    private static Copy copyThrough(Storage from, Path source, Path scratchFolder, ProgressListener listener) {
         Path target = scratchFolder.resolve(source.getFileName());
         // one copier per target: two runs copying the same file to one scratch folder would race on the rename
         try (OutputLock lock = OutputLock.acquire(target)) {
-            long size = Files.size(source);
+            long size = from == null ? Files.size(source) : from.size(source);
             long sourceChecksum;
             if (Files.exists(target) && Files.size(target) == size) {
-                sourceChecksum = checksum(source, null);
+                sourceChecksum = from == null ? checksum(source, null) : checksum(from, source, size);
                 if (checksum(target, null) == sourceChecksum) {
                     return new Copy(target, size, sourceChecksum, true);
                 }
             }
             Path temporary = TempFiles.beside(target);
             CRC32C crc = new CRC32C();
-            try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+            try (FileChannel in = from == null ? FileChannel.open(source, StandardOpenOption.READ) : null;
                  FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-                 ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MB")) {
+                 ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MiB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;
                 int read;
-                while ((read = in.read(buffer)) > 0) {
+                while ((read = in != null ? in.read(buffer) : readThrough(from, source, done, size, buffer)) > 0) {
                     buffer.flip();
                     crc.update(buffer.duplicate());
                     while (buffer.hasRemaining()) {
@@ -101,11 +124,36 @@ public final class Scratch {
         }
     }
 
+    /** Fills the buffer with the next block of the source read through the storage; 0 at the end. */
+    private static int readThrough(Storage from, Path source, long position, long size, ByteBuffer buffer) {
+        int length = (int) Math.min(buffer.remaining(), size - position);
+        if (length <= 0) {
+            return 0;
+        }
+        from.read(source, position, MemorySegment.ofBuffer(buffer).asSlice(0, length));
+        buffer.position(length);
+        return length;
+    }
+
+    private static long checksum(Storage from, Path source, long size) {
+        CRC32C crc = new CRC32C();
+        ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
+        long position = 0;
+        int read;
+        while ((read = readThrough(from, source, position, size, buffer)) > 0) {
+            buffer.flip();
+            crc.update(buffer);
+            buffer.clear();
+            position += read;
+        }
+        return crc.getValue();
+    }
+
     /**
      * The CRC32C of a file's contents.
      *
      * @param file the file
-     * @param progress a task to advance in MB, or null
+     * @param progress a task to advance in MiB, or null
      * @return the checksum
      */
     public static long checksum(Path file, ProgressListener.Task progress) {
