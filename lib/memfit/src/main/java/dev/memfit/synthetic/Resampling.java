@@ -143,7 +143,7 @@ public final class Resampling {
         SplittableRandom random = new SplittableRandom(settings.seed);
         try (Arena arena = Arena.ofConfined();
              NpyWriter writer = Npy.create(output, NpyHeader.of(source.dtype(), dims));
-             ProgressListener.Task progress = settings.progress.start("Writing " + output.getFileName(), rows * rowBytes >> 20, "MB")) {
+             ProgressListener.Task progress = settings.progress.start("Writing " + output.getFileName(), rows * rowBytes >> 20, "MiB")) {
             MemorySegment chunk = arena.allocate((long) chunkRows * rowBytes, 64);
             long[] indices = new long[chunkRows];
             for (long first = 0; first < rows; first += chunkRows) {

@@ -107,7 +107,7 @@ class SyntheticBuildersTest {
 
     @Test
     void resamplingReportsMegabytesAndRefusesBadSettings(@TempDir Path dir) {
-        float[][] rows = new float[4][1 << 16];   // 256 KiB a row: 40 rows make 10 MB
+        float[][] rows = new float[4][1 << 16];   // 256 KiB a row: 40 rows make 10 MiB
         for (int r = 0; r < rows.length; r++) {
             java.util.Arrays.fill(rows[r], r);
         }
@@ -121,7 +121,7 @@ class SyntheticBuildersTest {
             RecordingProgress.Seen task = progress.only();
             assertEquals("Writing big.npy", task.name());
             assertEquals(10, task.total());
-            assertEquals("MB", task.unit());
+            assertEquals("MiB", task.unit());
             assertEquals(10, task.steps().get());
             assertTrue(task.closed().get());
             assertMessage("setRows(n) is required", () -> Resampling.builder().setSource(source).write(dir.resolve("x.npy")));

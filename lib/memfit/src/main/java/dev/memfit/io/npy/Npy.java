@@ -119,7 +119,7 @@ public final class Npy {
             long position = header.dataOffset();
             long chunk = 64L << 20;
             boolean large = header.dataBytes() > (256L << 20);
-            try (ProgressListener.Task progress = large ? listener.start("Loading " + file.getFileName(), header.dataBytes() >> 20, "MB") : null) {
+            try (ProgressListener.Task progress = large ? listener.start("Loading " + file.getFileName(), header.dataBytes() >> 20, "MiB") : null) {
                 for (long done = 0; done < header.dataBytes(); ) {
                     long n = Math.min(chunk, header.dataBytes() - done);
                     ByteBuffer target = data.asSlice(done, n).asByteBuffer();
