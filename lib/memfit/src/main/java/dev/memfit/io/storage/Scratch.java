@@ -62,21 +62,76 @@ public final class Scratch {
     }
 
     /**
-     * Copies a file into a folder through a storage, unless an identical copy is already there: the copy pays that
-     * storage's latency and bandwidth (one request per {@value #BUFFER}-byte block), as a copy off a network file
-     * system does, and so does the check of an existing copy, which reads the source again.
+     * A copy read through a given storage, such as a simulated network storage: the copy then pays that storage's
+     * latency and bandwidth (one request per {@value #BUFFER}-byte block), as a copy off a network file system does,
+     * and so does the check of an existing copy, which reads the source again.
      *
-     * @param from the storage the source is read through (a simulated network storage, say)
-     * @param source the file on that storage
-     * @param scratchFolder the local folder
-     * @param listener where progress goes
-     * @return the copy
+     * <pre>{@code
+     * Scratch.Copy copy = Scratch.builder().setSource(file).optStorage(network).copyTo(Path.of("/scratch"));
+     * }</pre>
+     *
+     * @return a builder
      */
-    public static Copy copy(Storage from, Path source, Path scratchFolder, ProgressListener listener) {
-        if (from == null) {
-            throw new IllegalArgumentException("no storage to copy " + source + " from; use copy(source, folder) for a local file");
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings of a copy to scratch: {@code setSource} is required. */
+    public static final class Builder {
+
+        private Path source;
+        private Storage storage;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
         }
-        return copyThrough(from, source, scratchFolder, listener);
+
+        /**
+         * The file to copy (required).
+         *
+         * @param file the file, as the storage names it
+         * @return this builder
+         */
+        public Builder setSource(Path file) {
+            this.source = file;
+            return this;
+        }
+
+        /**
+         * The storage the source is read through; by default the local file system.
+         *
+         * @param value the storage; the caller closes it
+         * @return this builder
+         */
+        public Builder optStorage(Storage value) {
+            this.storage = value;
+            return this;
+        }
+
+        /**
+         * Where progress goes, in MiB; the console by default.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Copies the source into a folder, unless an identical copy is already there.
+         *
+         * @param scratchFolder the local folder
+         * @return the copy
+         * @throws MemfitException when no source was set
+         */
+        public Copy copyTo(Path scratchFolder) {
+            if (source == null) {
+                throw new MemfitException("setSource(file) is required: the file to copy to " + scratchFolder);
+            }
+            return copyThrough(storage, source, scratchFolder, progress == null ? ProgressListener.silent() : progress);
+        }
     }
 
     private static Copy copyThrough(Storage from, Path source, Path scratchFolder, ProgressListener listener) {

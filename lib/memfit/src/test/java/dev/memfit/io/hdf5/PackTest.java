@@ -165,13 +165,13 @@ class PackTest {
                 local.close();
             }
         };
-        Scratch.Copy copy = Scratch.copy(counting, source, dir.resolve("scratch"), dev.memfit.ProgressListener.silent());
+        Scratch.Copy copy = Scratch.builder().setSource(source).optStorage(counting).optProgress(dev.memfit.ProgressListener.silent()).copyTo(dir.resolve("scratch"));
         assertFalse(copy.reused());
         assertArrayEquals(bytes, Files.readAllBytes(copy.copy()));
         assertEquals(Scratch.checksum(source, null), copy.checksum());
         assertEquals(2, requests.get(), "two blocks of at most 8 MiB");
         assertEquals(bytes.length, served.get(), "every byte of the copy came through the storage");
-        Scratch.Copy again = Scratch.copy(counting, source, dir.resolve("scratch"), dev.memfit.ProgressListener.silent());
+        Scratch.Copy again = Scratch.builder().setSource(source).optStorage(counting).optProgress(dev.memfit.ProgressListener.silent()).copyTo(dir.resolve("scratch"));
         assertTrue(again.reused());
         assertEquals(2L * bytes.length, served.get(), "checking the existing copy reads the source through the storage once more");
         counting.close();
