@@ -107,7 +107,7 @@ class SyntheticBuildersTest {
 
     @Test
     void resamplingReportsMegabytesAndRefusesBadSettings(@TempDir Path dir) {
-        float[][] rows = new float[4][1 << 16];   // 256 KiB a row: 40 rows make 10 MB
+        float[][] rows = new float[4][1 << 16];   // 256 KiB a row: 40 rows make 10 MiB
         for (int r = 0; r < rows.length; r++) {
             java.util.Arrays.fill(rows[r], r);
         }

@@ -5,6 +5,7 @@ import dev.memfit.ProgressListener;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -49,7 +50,7 @@ public final class Scratch {
     }
 
     /**
-     * Copies a file into a folder, unless an identical copy is already there, reporting the copy's progress in MB.
+     * Copies a file into a folder, unless an identical copy is already there, reporting the copy's progress in MiB.
      *
      * @param source the file on slow storage
      * @param scratchFolder the local folder
@@ -57,26 +58,103 @@ public final class Scratch {
      * @return the copy
      */
     public static Copy copy(Path source, Path scratchFolder, ProgressListener listener) {
+        return copyThrough(null, source, scratchFolder, listener);
+    }
+
+    /**
+     * A copy read through a given storage, such as a simulated network storage: the copy then pays that storage's
+     * latency and bandwidth (one request per {@value #BUFFER}-byte block), as a copy off a network file system does,
+     * and so does the check of an existing copy, which reads the source again.
+     *
+     * <pre>{@code
+     * Scratch.Copy copy = Scratch.builder().setSource(file).optStorage(network).copyTo(Path.of("/scratch"));
+     * }</pre>
+     *
+     * @return a builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings of a copy to scratch: {@code setSource} is required. */
+    public static final class Builder {
+
+        private Path source;
+        private Storage storage;
+        private ProgressListener progress = ProgressListener.console();
+
+        private Builder() {
+        }
+
+        /**
+         * The file to copy (required).
+         *
+         * @param file the file, as the storage names it
+         * @return this builder
+         */
+        public Builder setSource(Path file) {
+            this.source = file;
+            return this;
+        }
+
+        /**
+         * The storage the source is read through; by default the local file system.
+         *
+         * @param value the storage; the caller closes it
+         * @return this builder
+         */
+        public Builder optStorage(Storage value) {
+            this.storage = value;
+            return this;
+        }
+
+        /**
+         * Where progress goes, in MiB; the console by default.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Copies the source into a folder, unless an identical copy is already there.
+         *
+         * @param scratchFolder the local folder
+         * @return the copy
+         * @throws MemfitException when no source was set
+         */
+        public Copy copyTo(Path scratchFolder) {
+            if (source == null) {
+                throw new MemfitException("setSource(file) is required: the file to copy to " + scratchFolder);
+            }
+            return copyThrough(storage, source, scratchFolder, progress == null ? ProgressListener.silent() : progress);
+        }
+    }
+
+    private static Copy copyThrough(Storage from, Path source, Path scratchFolder, ProgressListener listener) {
         Path target = scratchFolder.resolve(source.getFileName());
         // one copier per target: two runs copying the same file to one scratch folder would race on the rename
         try (OutputLock lock = OutputLock.acquire(target)) {
-            long size = Files.size(source);
+            long size = from == null ? Files.size(source) : from.size(source);
             long sourceChecksum;
             if (Files.exists(target) && Files.size(target) == size) {
-                sourceChecksum = checksum(source, null);
+                sourceChecksum = from == null ? checksum(source, null) : checksum(from, source, size);
                 if (checksum(target, null) == sourceChecksum) {
                     return new Copy(target, size, sourceChecksum, true);
                 }
             }
             Path temporary = TempFiles.beside(target);
             CRC32C crc = new CRC32C();
-            try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+            try (FileChannel in = from == null ? FileChannel.open(source, StandardOpenOption.READ) : null;
                  FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
                  ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MiB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;
                 int read;
-                while ((read = in.read(buffer)) > 0) {
+                while ((read = in != null ? in.read(buffer) : readThrough(from, source, done, size, buffer)) > 0) {
                     buffer.flip();
                     crc.update(buffer.duplicate());
                     while (buffer.hasRemaining()) {
@@ -101,11 +179,36 @@ public final class Scratch {
         }
     }
 
+    /** Fills the buffer with the next block of the source read through the storage; 0 at the end. */
+    private static int readThrough(Storage from, Path source, long position, long size, ByteBuffer buffer) {
+        int length = (int) Math.min(buffer.remaining(), size - position);
+        if (length <= 0) {
+            return 0;
+        }
+        from.read(source, position, MemorySegment.ofBuffer(buffer).asSlice(0, length));
+        buffer.position(length);
+        return length;
+    }
+
+    private static long checksum(Storage from, Path source, long size) {
+        CRC32C crc = new CRC32C();
+        ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
+        long position = 0;
+        int read;
+        while ((read = readThrough(from, source, position, size, buffer)) > 0) {
+            buffer.flip();
+            crc.update(buffer);
+            buffer.clear();
+            position += read;
+        }
+        return crc.getValue();
+    }
+
     /**
      * The CRC32C of a file's contents.
      *
      * @param file the file
-     * @param progress a task to advance in MB, or null
+     * @param progress a task to advance in MiB, or null
      * @return the checksum
      */
     public static long checksum(Path file, ProgressListener.Task progress) {

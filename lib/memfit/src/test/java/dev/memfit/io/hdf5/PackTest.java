@@ -133,4 +133,47 @@ class PackTest {
         assertFalse(third.reused(), "a corrupted copy is replaced");
         assertArrayEquals(bytes, Files.readAllBytes(third.copy()));
     }
+    @Test
+    void scratchCopyReadsThroughTheGivenStorage(@TempDir Path dir) throws IOException {
+        Path source = dir.resolve("remote.bin");
+        byte[] bytes = new byte[9_000_000];     // more than one 8 MiB block
+        new java.util.Random(2).nextBytes(bytes);
+        Files.write(source, bytes);
+        var requests = new java.util.concurrent.atomic.AtomicLong();
+        var served = new java.util.concurrent.atomic.AtomicLong();
+        dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local();
+        dev.memfit.io.storage.Storage counting = new dev.memfit.io.storage.Storage() {
+            @Override
+            public void read(Path file, long position, java.lang.foreign.MemorySegment into) {
+                requests.incrementAndGet();
+                served.addAndGet(into.byteSize());
+                local.read(file, position, into);
+            }
+
+            @Override
+            public long size(Path file) {
+                return local.size(file);
+            }
+
+            @Override
+            public String describe() {
+                return "counting";
+            }
+
+            @Override
+            public void close() {
+                local.close();
+            }
+        };
+        Scratch.Copy copy = Scratch.builder().setSource(source).optStorage(counting).optProgress(dev.memfit.ProgressListener.silent()).copyTo(dir.resolve("scratch"));
+        assertFalse(copy.reused());
+        assertArrayEquals(bytes, Files.readAllBytes(copy.copy()));
+        assertEquals(Scratch.checksum(source, null), copy.checksum());
+        assertEquals(2, requests.get(), "two blocks of at most 8 MiB");
+        assertEquals(bytes.length, served.get(), "every byte of the copy came through the storage");
+        Scratch.Copy again = Scratch.builder().setSource(source).optStorage(counting).optProgress(dev.memfit.ProgressListener.silent()).copyTo(dir.resolve("scratch"));
+        assertTrue(again.reused());
+        assertEquals(2L * bytes.length, served.get(), "checking the existing copy reads the source through the storage once more");
+        counting.close();
+    }
 }
