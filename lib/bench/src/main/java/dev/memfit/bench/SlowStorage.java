@@ -84,7 +84,7 @@ public final class SlowStorage implements Storage {
     @Override
     public String describe() {
         return String.format("simulated slow storage (%.1f ms per request, one more to open a file%s)", latencyNanos / 1e6,
-                bytesPerSecond > 0 ? String.format(", %.0f MB/s shared", bytesPerSecond / 1e6) : "");
+                bytesPerSecond > 0 ? String.format(", %.1f MiB/s shared", bytesPerSecond / (1024.0 * 1024.0)) : "");
     }
 
     @Override

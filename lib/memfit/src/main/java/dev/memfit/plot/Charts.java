@@ -492,7 +492,11 @@ public final class Charts {
         }
         int cols = Math.min(columns, images.length);
         Rectangle last = tileBounds(title, images.length - 1, side, columns);
-        int width = Math.max(tileBounds(title, cols - 1, side, columns).x + last.width + TILE_GAP, 200);
+        Font titleFont = new Font(Font.SANS_SERIF, Font.BOLD, 14);
+        int titleWidth = title.isEmpty() ? 0 : (int) Math.ceil(titleFont.getStringBounds(title,
+                new java.awt.font.FontRenderContext(null, true, true)).getWidth()) + 2 * TILE_GAP;
+        // wide enough for the title too, so it is never cut off
+        int width = Math.max(Math.max(tileBounds(title, cols - 1, side, columns).x + last.width + TILE_GAP, 200), titleWidth);
         int height = last.y + last.height + TILE_GAP;
         BufferedImage out = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = out.createGraphics();
@@ -502,7 +506,7 @@ public final class Charts {
             if (!title.isEmpty()) {
                 g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
                 g.setColor(Color.BLACK);
-                g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
+                g.setFont(titleFont);
                 g.drawString(title, TILE_GAP, TITLE_HEIGHT - 10);
             }
         } finally {

@@ -378,6 +378,18 @@ class ChartsTest {
         }
         assertTrue(title);
 
+        // a title longer than the grid widens the image instead of being cut off: its text reaches past the tiles
+        BufferedImage titled = Charts.images("One noisy particle per conformation, side by side", new float[][]{gradient, shifted}, side, 2);
+        int gridRight = Charts.tileBounds("t", 1, side, 2).x + Charts.tileBounds("t", 1, side, 2).width;
+        assertTrue(titled.getWidth() > gridRight + 100, "width " + titled.getWidth() + " for a grid ending at " + gridRight);
+        boolean textBeyondGrid = false;
+        for (int x = gridRight + 20; x < titled.getWidth(); x++) {
+            for (int y = 0; y < 28; y++) {
+                textBeyondGrid |= isDark(titled.getRGB(x, y));
+            }
+        }
+        assertTrue(textBeyondGrid, "the end of the title is drawn");
+
         IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class,
                 () -> Charts.images("", new float[][]{gradient, new float[5]}, side, 2));
         assertTrue(wrong.getMessage().contains("image 1 has 5 values"), wrong.getMessage());
