@@ -27,7 +27,12 @@ public record MemoryEstimate(List<Component> components) {
         /** The training device: GPU memory, or host memory when training on the CPU. */
         DEVICE,
         /** The OS page cache the run would like, to read the data from RAM after the first epoch. */
-        PAGE_CACHE
+        PAGE_CACHE,
+        /**
+         * The process before the run: the JVM, its libraries, PyTorch's native libraries and whatever the notebook
+         * or program already holds (its resident memory, measured before the run).
+         */
+        PROCESS
     }
 
     /**
@@ -48,6 +53,22 @@ public record MemoryEstimate(List<Component> components) {
      */
     public long total(Where where) {
         return components.stream().filter(c -> c.where() == where).mapToLong(Component::bytes).sum();
+    }
+
+    /**
+     * The resident memory the whole process is expected to peak at: what it held before the run ({@link Where#PROCESS},
+     * when the estimator was given it), plus the heap and native memory the run adds, the mapped data's pages as an
+     * epoch touches them (at most the page cache the run wants), and, when the training device is this host's CPU,
+     * the model's memory too. This, not memfit's own allocations, is what a machine's or a container's memory must
+     * hold; at small sizes the JVM and PyTorch dominate it.
+     *
+     * @param deviceIsHost whether the model trains on this host's CPU, so device memory is this process's memory
+     * @return bytes
+     */
+    public long residentPeak(boolean deviceIsHost) {
+        long filePages = Math.min(total(Where.MAPPED), total(Where.PAGE_CACHE));
+        return total(Where.PROCESS) + total(Where.HEAP) + total(Where.NATIVE) + filePages
+                + (deviceIsHost ? total(Where.DEVICE) : 0);
     }
 
     /**

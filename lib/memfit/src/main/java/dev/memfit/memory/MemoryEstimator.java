@@ -64,8 +64,10 @@ public final class MemoryEstimator {
     private final int devices;
     private final boolean shuffled;
     private final long storedBytes;
+    private final long processBaseline;
 
     private MemoryEstimator(Builder builder) {
+        this.processBaseline = builder.processBaseline;
         this.storedBytes = builder.storedBytes;
         this.samples = builder.samples;
         this.sampleBytes = builder.sampleBytes;
@@ -114,6 +116,10 @@ public final class MemoryEstimator {
      */
     public MemoryEstimate estimate() {
         List<MemoryEstimate.Component> parts = new ArrayList<>();
+        if (processBaseline >= 0) {
+            parts.add(new MemoryEstimate.Component("this process before the run (JVM, libraries, PyTorch)",
+                    MemoryEstimate.Where.PROCESS, processBaseline));
+        }
         long dataBytes = samples * sampleBytes;
         long epochLength = samples;
         switch (loading) {
@@ -220,6 +226,7 @@ public final class MemoryEstimator {
 
     /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */
     public static final class Builder {
+        private long processBaseline = -1;
         private long samples = -1;
         private long sampleBytes = -1;
         private LoadingStrategy loading;
@@ -234,6 +241,32 @@ public final class MemoryEstimator {
         private long storedBytes = -1;
 
         private Builder() {
+        }
+
+        /**
+         * The resident memory of the process before the run (the JVM, libraries, PyTorch, what the program already
+         * holds), so the estimate covers the whole process ({@link MemoryEstimate#residentPeak(boolean)}), not only
+         * what the run adds. In the process that will train, measure it just before: {@link #optProcessBaselineNow()}.
+         *
+         * @param bytes resident bytes, at least 0
+         * @return this builder
+         */
+        public Builder optProcessBaseline(long bytes) {
+            if (bytes < 0) {
+                throw new MemfitException("process baseline must be at least 0 bytes, got " + bytes);
+            }
+            this.processBaseline = bytes;
+            return this;
+        }
+
+        /**
+         * The resident memory of this process now ({@code VmRSS}) as the baseline: call it in the process that will
+         * train, after its libraries (PyTorch) are loaded and before the run allocates.
+         *
+         * @return this builder
+         */
+        public Builder optProcessBaselineNow() {
+            return optProcessBaseline(MemoryProbe.now().rss());
         }
 
         /**

@@ -30,6 +30,31 @@ class MemoryEstimatorTest {
     private static final long MB = 1 << 20;
 
     @Test
+    void theWholeProcessAddsTheBaselineWhatTheRunAddsAndTheMappedPagesAnEpochTouches() {
+        long mib = 1 << 20;
+        MemoryEstimate loaded = MemoryEstimator.builder().setData(1_000, mib, LoadingStrategy.inMemory()).optBatchSize(10)
+                .optPrefetch(2).setModel(1_000_000, 0).optProcessBaseline(400 * mib).build().estimate();
+        assertEquals(400 * mib, loaded.total(MemoryEstimate.Where.PROCESS));
+        long run = loaded.total(MemoryEstimate.Where.HEAP) + loaded.total(MemoryEstimate.Where.NATIVE);
+        assertEquals(1_000 * mib + 3 * 10 * mib, loaded.total(MemoryEstimate.Where.NATIVE), "data + three batch buffers");
+        assertEquals(400 * mib + run + loaded.total(MemoryEstimate.Where.DEVICE), loaded.residentPeak(true),
+                "training on the CPU: the model's memory is this process's too");
+        assertEquals(400 * mib + run, loaded.residentPeak(false), "on a GPU the model's memory is not host memory");
+        assertTrue(loaded.toString().contains("this process before the run"), loaded.toString());
+
+        MemoryEstimate mapped = MemoryEstimator.builder().setData(1_000, mib, LoadingStrategy.mapped()).optBatchSize(10)
+                .optProcessBaseline(400 * mib).build().estimate();
+        assertEquals(400 * mib + mapped.total(MemoryEstimate.Where.HEAP) + mapped.total(MemoryEstimate.Where.NATIVE) + 1_000 * mib,
+                mapped.residentPeak(false), "an epoch touches every page of the mapped file");
+        MemoryEstimate rank = MemoryEstimator.builder().setData(1_000, mib, LoadingStrategy.shards(4)).optBatchSize(10)
+                .build().estimate();
+        assertEquals(0, rank.total(MemoryEstimate.Where.PROCESS), "no baseline given, none assumed");
+        assertEquals(rank.total(MemoryEstimate.Where.HEAP) + rank.total(MemoryEstimate.Where.NATIVE) + 250 * mib,
+                rank.residentPeak(false), "one rank of four touches only its shards' pages of the mappings");
+        assertThrows(MemfitException.class, () -> MemoryEstimator.builder().optProcessBaseline(-1));
+    }
+
+    @Test
     void componentsAddUp() {
         MemoryEstimate estimate = MemoryEstimator.builder().setData(1_000, 400, LoadingStrategy.inMemory())
                 .setModel(10_000, 100).optOptimizer(MemoryEstimator.Optimizer.ADAM).optBatchSize(50).optPrefetch(2).build().estimate();
