@@ -103,33 +103,19 @@ public final class LazySource implements SampleSource {
         // A confined segment can only be written by its owner thread: read on the caller's thread then.
         int groups = pool == null || !into.isAccessibleBy(ANY_OTHER_THREAD) ? 1 : Math.min(threads, runs.size());
         if (groups <= 1) {
-            readRuns(runs, 0, runs.size(), into);
+            readRuns(runs, 0, 1, into);
             return;
         }
-        // Contiguous groups of runs with about the same number of records, one per thread; the caller takes the
-        // first, so one task per thread rather than one per run keeps small reads cheap.
-        int[] bounds = new int[groups + 1];
-        long total = runs.stream().mapToLong(run -> run.positions().length).sum();
-        long seen = 0;
-        int group = 1;
-        for (int r = 0; r < runs.size() && group < groups; r++) {
-            seen += runs.get(r).positions().length;
-            if (seen * groups >= total * group) {
-                bounds[group++] = r + 1;
-            }
-        }
-        while (group <= groups) {
-            bounds[group++] = runs.size();
-        }
+        // Thread g reads runs g, g + groups, g + 2 groups, ... of the sorted plan: the requests in flight at any
+        // moment are neighbours on disk, so a disk serves them almost in one sweep (contiguous groups would send the
+        // head back and forth between regions), and latency-bound storage overlaps them all the same. One task per
+        // thread rather than one per run keeps small reads cheap; the caller takes group 0.
         List<Future<?>> futures = new ArrayList<>(groups - 1);
         for (int g = 1; g < groups; g++) {
-            int from = bounds[g];
-            int to = bounds[g + 1];
-            if (from < to) {
-                futures.add(pool.submit(() -> readRuns(runs, from, to, into)));
-            }
+            int first = g;
+            futures.add(pool.submit(() -> readRuns(runs, first, groups, into)));
         }
-        readRuns(runs, bounds[0], bounds[1], into);
+        readRuns(runs, 0, groups, into);
         for (Future<?> future : futures) {
             try {
                 future.get();
@@ -184,14 +170,14 @@ public final class LazySource implements SampleSource {
     }
 
     /**
-     * Reads runs. Float32 records in native order whose batch positions follow each other are read straight into
+     * Reads every {@code step}-th run from {@code first}. Float32 records in native order whose batch positions follow each other are read straight into
      * the batch; others go through one staging buffer per call (conversion, scatter).
      */
-    private void readRuns(List<Run> runs, int from, int to, MemorySegment into) {
+    private void readRuns(List<Run> runs, int first, int step, MemorySegment into) {
         Arena arena = null;
         MemorySegment staging = null;
         try {
-            for (int r = from; r < to; r++) {
+            for (int r = first; r < runs.size(); r += step) {
                 Run run = runs.get(r);
                 int[] positions = run.positions();
                 DType stored = stack.dtype(run.file());

@@ -57,6 +57,56 @@ class ParticlesTest {
     }
 
     @Test
+    void lazyThreadsReadInterleavedNeighboursOfTheSortedBatchAndFillEveryPosition() {
+        // Records which thread asked for which file offset; the bytes come from the local files.
+        java.util.Map<Long, String> readerOf = new java.util.concurrent.ConcurrentHashMap<>();
+        dev.memfit.io.storage.Storage recording = new dev.memfit.io.storage.Storage() {
+            private final dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local();
+
+            @Override
+            public void read(Path file, long position, MemorySegment into) {
+                if (into.byteSize() == 8 * 8 * 4) {       // one image (headers are read separately)
+                    readerOf.put(stack.files().indexOf(file) * 1_000_000L + position, Thread.currentThread().getName());
+                }
+                local.read(file, position, into);
+            }
+
+            @Override
+            public long size(Path file) {
+                return local.size(file);
+            }
+
+            @Override
+            public String describe() {
+                return "recording";
+            }
+
+            @Override
+            public void close() {
+                local.close();
+            }
+        };
+        // every other record of the first stack, in a scrambled order: 6 runs of one record each after sorting
+        long[] batch = {10, 0, 6, 2, 8, 4};
+        try (LazySource lazy = new LazySource(stack, recording, false, 3); LazySource single = Particles.builder().setRecords(stack).lazy();
+             Arena arena = Arena.ofShared()) {
+            MemorySegment into = arena.allocate(batch.length * lazy.sampleBytes());
+            lazy.readBatch(batch, into);
+            MemorySegment expected = arena.allocate(batch.length * lazy.sampleBytes());
+            single.readBatch(batch, expected);
+            assertEquals(-1, into.mismatch(expected), "every image lands at its batch position");
+            // sorted by offset the records are 0, 2, 4, 6, 8, 10: thread g reads positions g, g + 3 of that order
+            java.util.List<String> readers = java.util.stream.LongStream.of(0, 2, 4, 6, 8, 10)
+                    .mapToObj(record -> readerOf.get(stack.offsetOf(record))).toList();
+            assertEquals(6, readers.stream().filter(java.util.Objects::nonNull).count(), readerOf.toString());
+            for (int k = 0; k < 3; k++) {
+                assertEquals(readers.get(k), readers.get(k + 3), "record " + 2 * k + " and " + 2 * (k + 3) + " go to one thread: " + readers);
+            }
+            assertEquals(3, new java.util.HashSet<>(readers).size(), "three threads, each with neighbours of the others: " + readers);
+        }
+    }
+
+    @Test
     void theEagerStepOfADatasetTakesTheListenerToo() {
         RecordingProgress progress = new RecordingProgress();
         try (Loader loader = Datasets.particles(stack.source()).optProgress(progress).eager().optBatchSize(8).build()) {
