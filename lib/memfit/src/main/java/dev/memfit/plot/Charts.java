@@ -29,6 +29,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.ToLongFunction;
 
@@ -143,7 +144,29 @@ public final class Charts {
         return image(memoryTimelineChart(title, timelines));
     }
 
+    /**
+     * Memory growth over time: each quantity of {@link #memoryTimeline} minus its value when the probe started, so
+     * what the run added reads directly against the JVM and PyTorch baseline it sits on, with a dashed line at the
+     * size of the data for comparison ("did the data land in this kind of memory?").
+     *
+     * @param title the chart title
+     * @param dataBytes the data's size, drawn as a horizontal line; 0 or less for none
+     * @param timelines the timelines, as for {@link #memoryTimeline}
+     * @return the image
+     */
+    public static BufferedImage memoryGrowth(String title, long dataBytes, MemoryTimeline... timelines) {
+        return image(memoryGrowthChart(title, dataBytes, timelines));
+    }
+
     static XYChart memoryTimelineChart(String title, MemoryTimeline... timelines) {
+        return memoryChart(title, false, 0, timelines);
+    }
+
+    static XYChart memoryGrowthChart(String title, long dataBytes, MemoryTimeline... timelines) {
+        return memoryChart(title, true, dataBytes, timelines);
+    }
+
+    private static XYChart memoryChart(String title, boolean growth, long dataBytes, MemoryTimeline... timelines) {
         List<String> names = new ArrayList<>();
         for (MemoryTimeline timeline : timelines) {
             String prefix = prefix(timeline, timelines.length);
@@ -151,24 +174,42 @@ public final class Charts {
                 names.add(prefix + quantity);
             }
         }
-        XYChart chart = xy(title, "seconds", "MiB", names);
+        String dataName = String.format(Locale.ROOT, "data size (%.1f MiB)", dataBytes / MIB);
+        if (dataBytes > 0) {
+            names.add(dataName);
+        }
+        XYChart chart = xy(title, "seconds", growth ? "MiB more than at the start" : "MiB", names);
         Range xRange = new Range();
         Range yRange = new Range();
         for (int run = 0; run < timelines.length; run++) {
             MemoryTimeline timeline = timelines[run];
             String prefix = prefix(timeline, timelines.length);
             BasicStroke stroke = run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length];
-            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed, HEAP_COLOUR, stroke, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "heap used", MemorySample::heapUsed, HEAP_COLOUR, stroke, growth, xRange, yRange);
             addMemorySeries(chart, timeline, prefix + "native (memfit)", MemorySample::nativeAllocated, NATIVE_COLOUR,
-                    stroke, xRange, yRange);
-            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon, ANON_COLOUR, stroke, xRange, yRange);
-            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile, FILE_COLOUR, stroke, xRange, yRange);
-            addMemorySeries(chart, timeline, prefix + "device", MemorySample::device, DEVICE_COLOUR, stroke, xRange, yRange);
+                    stroke, growth, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "RSS anonymous", MemorySample::rssAnon, ANON_COLOUR, stroke, growth, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "RSS file pages", MemorySample::rssFile, FILE_COLOUR, stroke, growth, xRange, yRange);
+            addMemorySeries(chart, timeline, prefix + "device", MemorySample::device, DEVICE_COLOUR, stroke, growth, xRange, yRange);
             for (MemoryTimeline.Mark mark : timeline.marks()) {
                 xRange.add(mark.seconds());
             }
         }
-        chart.getStyler().setYAxisMin(0.0);   // memory from zero: the size of a change reads against the whole
+        if (dataBytes > 0 && !xRange.empty()) {
+            XYSeries data = chart.addSeries(dataName, new double[]{xRange.min, xRange.max},
+                    new double[]{dataBytes / MIB, dataBytes / MIB});
+            data.setMarker(SeriesMarkers.NONE);
+            data.setLineColor(Color.GRAY);
+            data.setLineStyle(DASHED[0]);
+            yRange.add(dataBytes / MIB);
+        }
+        if (!growth || yRange.empty() || yRange.min >= 0) {
+            chart.getStyler().setYAxisMin(0.0);   // memory from zero: the size of a change reads against the whole
+        } else if (yRange.min < -0.3 * Math.max(yRange.max, 1)) {
+            // a collection that frees more heap than the run grows (garbage from before the probe) would squash
+            // every other line: the axis stops at -30% of the top, and the heap line leaves the plot downwards
+            chart.getStyler().setYAxisMin(-0.3 * Math.max(yRange.max, 1));
+        }
         addMarks(chart, timelines, xRange, yRange);
         decimals(chart.getStyler(), xRange, yRange, false);
         return chart;
@@ -196,17 +237,33 @@ public final class Charts {
         // to seconds with the plot width (approximate: the y axis labels take a little of it).
         double secondsPerPixel = xRange.empty() || xRange.max <= xRange.min ? 0 : (xRange.max - xRange.min) / (PLOT_WIDTH - 80.0);
         Font font = chart.getStyler().getAnnotationTextFont();
-        int index = 0;
+        // Every mark gets its line; a label is drawn on the first of the two rows where it does not run into the
+        // label before it, and left out when both are taken (many close marks would otherwise print over each other).
+        List<MarkPlace> places = new ArrayList<>();
         for (MemoryTimeline timeline : timelines) {
             String prefix = prefix(timeline, timelines.length);
             for (MemoryTimeline.Mark mark : timeline.marks()) {
-                String label = prefix + mark.label();
-                double halfWidth = font.getStringBounds(label, FONTS).getWidth() / 2 + 3;
-                double y = top * (index++ % 2 == 0 ? 1.14 : 1.06);
-                chart.addAnnotation(new MarkLine(mark.seconds()));
-                chart.addAnnotation(new MarkText(label, mark.seconds(), mark.seconds() + halfWidth * secondsPerPixel, y));
+                places.add(new MarkPlace(prefix + mark.label(), mark.seconds()));
             }
         }
+        places.sort(Comparator.comparingDouble(MarkPlace::seconds));
+        double[] rowEnds = {Double.NEGATIVE_INFINITY, Double.NEGATIVE_INFINITY};
+        double[] rowHeights = {1.14, 1.06};
+        for (MarkPlace place : places) {
+            chart.addAnnotation(new MarkLine(place.seconds()));
+            // a third wider than the text: the plot area's width in pixels is only estimated
+            double width = (font.getStringBounds(place.label(), FONTS).getWidth() * 1.35 + 8) * secondsPerPixel;
+            for (int row = 0; row < rowEnds.length; row++) {
+                if (place.seconds() >= rowEnds[row]) {
+                    chart.addAnnotation(new MarkText(place.label(), place.seconds(), place.seconds() + width / 2, top * rowHeights[row]));
+                    rowEnds[row] = place.seconds() + width;
+                    break;
+                }
+            }
+        }
+    }
+
+    private record MarkPlace(String label, double seconds) {
     }
 
     /** The vertical line of a {@link MemoryTimeline.Mark}; a type of its own so tests can find it. */
@@ -233,16 +290,21 @@ public final class Charts {
 
     private static void addMemorySeries(XYChart chart, MemoryTimeline timeline, String name,
                                         ToLongFunction<MemorySample> quantity, Color colour, BasicStroke stroke,
-                                        Range xRange, Range yRange) {
+                                        boolean growth, Range xRange, Range yRange) {
         List<Double> x = new ArrayList<>();
         List<Double> y = new ArrayList<>();
+        long start = -1;
         for (MemorySample sample : timeline.samples()) {
             long value = quantity.applyAsLong(sample);
             if (value >= 0) {   // -1: not measurable here (no device, no /proc)
+                if (start < 0) {
+                    start = value;
+                }
+                double shown = (growth ? value - start : value) / MIB;
                 x.add(sample.seconds());
-                y.add(value / MIB);
+                y.add(shown);
                 xRange.add(sample.seconds());
-                yRange.add(value / MIB);
+                yRange.add(shown);
             }
         }
         if (!x.isEmpty()) {

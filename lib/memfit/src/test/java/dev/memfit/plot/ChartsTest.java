@@ -143,6 +143,26 @@ class ChartsTest {
     }
 
     @Test
+    void memoryGrowthStartsEverySeriesAtZeroAndDrawsTheDataSize() {
+        long mib = 1 << 20;
+        List<MemorySample> samples = new ArrayList<>();
+        for (int i = 0; i <= 10; i++) {
+            // heap starts at 300 MiB and falls 1 MiB a step; native grows 10 MiB a step from 2 MiB
+            samples.add(new MemorySample(i, (300 - i) * mib, 1024 * mib, 0, (2 + 10L * i) * mib, 0, 500 * mib,
+                    (400 + 10L * i) * mib, 100 * mib, -1));
+        }
+        XYChart chart = Charts.memoryGrowthChart("growth", 100 * mib, new MemoryTimeline("run", samples, List.of()));
+        assertEquals("MiB more than at the start", chart.getYAxisTitle());
+        assertEquals(List.of("heap used", "native (memfit)", "RSS anonymous", "RSS file pages", "data size (100.0 MiB)"), names(chart));
+        assertArrayEquals(new double[]{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, chart.getSeries("native (memfit)").getYData(), 1e-9);
+        assertEquals(-10, chart.getSeries("heap used").getYData()[10], 1e-9, "a shrinking heap shows as negative growth");
+        assertArrayEquals(new double[]{100, 100}, chart.getSeries("data size (100.0 MiB)").getYData(), 1e-9);
+        assertArrayEquals(new double[]{0, 10}, chart.getSeries("data size (100.0 MiB)").getXData(), 1e-9, "across the run");
+        assertNull(chart.getStyler().getYAxisMin(), "negative growth stays visible");
+        assertTrue(Charts.memoryGrowth("growth", 0, new MemoryTimeline("run", samples, List.of())).getWidth() > 700);
+    }
+
+    @Test
     void memoryTimelineDrawsNativeMemoryAndTheMarks() throws Exception {
         List<MemorySample> samples = new ArrayList<>();
         for (int i = 0; i <= 20; i++) {
@@ -177,6 +197,18 @@ class ChartsTest {
         assertTrue(names(two).containsAll(List.of("eager: native (memfit)", "lazy: native (memfit)")));
         assertEquals(List.of("eager: epoch 1", "eager: epoch 2"), annotations(two).stream()
                 .filter(p -> p instanceof Charts.MarkText).map(p -> ((Charts.MarkText) p).label).toList());
+
+        // Twelve marks within a second of a ten-second run: every line drawn, labels only where they do not collide
+        List<MemoryTimeline.Mark> crowded = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            crowded.add(new MemoryTimeline.Mark(3 + i * 0.08, "streaming the .h5ad: epoch " + (i + 1)));
+        }
+        XYChart busy = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", samples, crowded));
+        List<ChartPart> busyParts = annotations(busy);
+        assertEquals(12, busyParts.stream().filter(p -> p instanceof Charts.MarkLine).count(), "every mark keeps its line");
+        List<Charts.MarkText> texts = busyParts.stream().filter(p -> p instanceof Charts.MarkText).map(p -> (Charts.MarkText) p).toList();
+        assertTrue(texts.size() >= 2 && texts.size() < 12, texts.size() + " labels");
+        assertEquals("streaming the .h5ad: epoch 1", texts.getFirst().label, "the first mark is always labelled");
     }
 
     @Test
