@@ -78,7 +78,8 @@ class ParticleSourcesTest {
              Loader lazy1 = Datasets.particles(written.star()).lazy(1).optBatchSize(16).optShuffle(9).build();
              Loader lazy8 = Datasets.particles(written.star()).lazy(8).optBatchSize(16).optShuffle(9).optThreads(2).build();
              Loader slow = Datasets.particles(written.star())
-                     .optStorage(() -> new DelayedStorage(Storage.local(), Duration.ofMillis(1))).lazy(4)
+                     .optStorage(() -> new dev.memfit.ObservedStorage(Storage.local(), "delayed local",
+                             (file, position, into) -> java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(1).toNanos()))).lazy(4)
                      .optBatchSize(16).optShuffle(9).build()) {
             List<float[]> expected = batches(eager, 2);
             for (Loader other : List.of(lazy1, lazy8, slow)) {
@@ -135,30 +136,6 @@ class ParticleSourcesTest {
             assertTrue(PageCache.residentBytes(stack) >= storage.size(stack) - 4096, "just read: resident");
             PageCache.evict(stack);
             assertEquals(0, PageCache.residentBytes(stack), "evicted: nothing resident");
-        }
-    }
-
-    /** Reads that complete out of order: each waits a little, so the lazy reader's tasks finish in any order. */
-    private record DelayedStorage(Storage inner, Duration delay) implements Storage {
-        @Override
-        public void read(Path file, long position, java.lang.foreign.MemorySegment into) {
-            java.util.concurrent.locks.LockSupport.parkNanos(delay.toNanos());
-            inner.read(file, position, into);
-        }
-
-        @Override
-        public long size(Path file) {
-            return inner.size(file);
-        }
-
-        @Override
-        public String describe() {
-            return "delayed " + inner.describe();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 }

@@ -60,32 +60,12 @@ class ParticlesTest {
     void lazyThreadsReadInterleavedNeighboursOfTheSortedBatchAndFillEveryPosition() {
         // Records which thread asked for which file offset; the bytes come from the local files.
         java.util.Map<Long, String> readerOf = new java.util.concurrent.ConcurrentHashMap<>();
-        dev.memfit.io.storage.Storage recording = new dev.memfit.io.storage.Storage() {
-            private final dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local();
-
-            @Override
-            public void read(Path file, long position, MemorySegment into) {
-                if (into.byteSize() == 8 * 8 * 4) {       // one image (headers are read separately)
-                    readerOf.put(stack.files().indexOf(file) * 1_000_000L + position, Thread.currentThread().getName());
-                }
-                local.read(file, position, into);
-            }
-
-            @Override
-            public long size(Path file) {
-                return local.size(file);
-            }
-
-            @Override
-            public String describe() {
-                return "recording";
-            }
-
-            @Override
-            public void close() {
-                local.close();
-            }
-        };
+        dev.memfit.io.storage.Storage recording = new dev.memfit.ObservedStorage(dev.memfit.io.storage.Storage.local(), "recording",
+                (file, position, into) -> {
+                    if (into.byteSize() == 8 * 8 * 4) {       // one image (headers are read separately)
+                        readerOf.put(stack.files().indexOf(file) * 1_000_000L + position, Thread.currentThread().getName());
+                    }
+                });
         // every other record of the first stack, in a scrambled order: 6 runs of one record each after sorting
         long[] batch = {10, 0, 6, 2, 8, 4};
         try (LazySource lazy = new LazySource(stack, recording, false, 3); LazySource single = Particles.builder().setRecords(stack).lazy();

@@ -142,29 +142,10 @@ class PackTest {
         var requests = new java.util.concurrent.atomic.AtomicLong();
         var served = new java.util.concurrent.atomic.AtomicLong();
         dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local();
-        dev.memfit.io.storage.Storage counting = new dev.memfit.io.storage.Storage() {
-            @Override
-            public void read(Path file, long position, java.lang.foreign.MemorySegment into) {
-                requests.incrementAndGet();
-                served.addAndGet(into.byteSize());
-                local.read(file, position, into);
-            }
-
-            @Override
-            public long size(Path file) {
-                return local.size(file);
-            }
-
-            @Override
-            public String describe() {
-                return "counting";
-            }
-
-            @Override
-            public void close() {
-                local.close();
-            }
-        };
+        dev.memfit.io.storage.Storage counting = new dev.memfit.ObservedStorage(local, "counting", (file, position, into) -> {
+            requests.incrementAndGet();
+            served.addAndGet(into.byteSize());
+        });
         Scratch.Copy copy = Scratch.builder().setSource(source).optStorage(counting).optProgress(dev.memfit.ProgressListener.silent()).copyTo(dir.resolve("scratch"));
         assertFalse(copy.reused());
         assertArrayEquals(bytes, Files.readAllBytes(copy.copy()));
