@@ -46,7 +46,7 @@ final class BenchCommand implements Runnable {
         private int columns;
         @Option(names = "--batch", defaultValue = "256", description = "rows per batch (default ${DEFAULT-VALUE})")
         private int batch;
-        @Option(names = "--epochs", defaultValue = "4", description = "epochs: the first on a fresh mapping, the rest steady state (default ${DEFAULT-VALUE})")
+        @Option(names = "--epochs", defaultValue = "20", description = "epochs: the first on a fresh mapping, the rest steady state (default ${DEFAULT-VALUE}; fewer make the steady part a fraction of a second, too short on a shared machine)")
         private int epochs;
         @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "threads copying rows: C threads, or memfit background readers + the caller (default ${DEFAULT-VALUE})")
         private List<Integer> threads;
