@@ -125,13 +125,29 @@ public final class ImageVae implements Trainer {
     private NDArray losses(NDArray x, NDManager step) {
         NDArray encoded = encoder.forward(store, new NDList(x), true).singletonOrThrow();
         NDArray mean = encoded.get(new NDIndex(":, :" + latent));
-        NDArray logVariance = encoded.get(new NDIndex(":, " + latent + ":"));
+        NDArray logVariance = boundedLogVariance(encoded.get(new NDIndex(":, " + latent + ":")));
         NDArray noise = step.randomNormal(mean.getShape()).toDevice(mean.getDevice(), false);
         NDArray z = mean.add(noise.mul(logVariance.mul(0.5f).exp()));
         NDArray reconstruction = decoder.forward(store, new NDList(z), true).singletonOrThrow();
         NDArray squaredError = reconstruction.sub(x).square().sum(new int[]{1}).mul(0.5f);
-        NDArray kl = logVariance.add(1).sub(mean.square()).sub(logVariance.exp()).sum(new int[]{1}).mul(-0.5f);
-        return squaredError.add(kl.mul(beta));
+        return squaredError.add(klPerImage(mean, logVariance).mul(beta));
+    }
+
+    /** The bound on the encoder's log-variance, as in common VAE code: exp(+-10) is far from float32's limits. */
+    static final float LOG_VARIANCE_BOUND = 10f;
+
+    /**
+     * The encoder's log-variance clipped to [-{@value #LOG_VARIANCE_BOUND}, {@value #LOG_VARIANCE_BOUND}]. Unbounded,
+     * one large value makes exp() overflow to infinity and the loss jump by many orders of magnitude for epochs (seen
+     * at notebook 04's default size: a 1e16 spike in one of two runs that agreed to the last digit for five epochs).
+     */
+    static NDArray boundedLogVariance(NDArray logVariance) {
+        return logVariance.clip(-LOG_VARIANCE_BOUND, LOG_VARIANCE_BOUND);
+    }
+
+    /** KL divergence of N(mean, exp(logVariance)) from N(0, 1), summed over the latent dimensions of each image. */
+    static NDArray klPerImage(NDArray mean, NDArray logVariance) {
+        return logVariance.add(1).sub(mean.square()).sub(logVariance.exp()).sum(new int[]{1}).mul(-0.5f);
     }
 
     private NDArray standardise(NDArray x) {

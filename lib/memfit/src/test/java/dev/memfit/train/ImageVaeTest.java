@@ -17,6 +17,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ImageVaeTest {
 
     @Test
+    void anExtremeLogVarianceCannotOverflowTheLoss() {
+        try (ai.djl.ndarray.NDManager manager = ai.djl.ndarray.NDManager.newBaseManager()) {
+            ai.djl.ndarray.NDArray mean = manager.create(new float[][]{{0.5f, -0.5f}, {0f, 0f}});
+            ai.djl.ndarray.NDArray extreme = manager.create(new float[][]{{200f, -300f}, {0f, 0f}});
+            float unbounded = ImageVae.klPerImage(mean, extreme).getFloat(0);
+            assertTrue(Float.isInfinite(unbounded), "exp(200) overflows float32: " + unbounded);
+            ai.djl.ndarray.NDArray bounded = ImageVae.boundedLogVariance(extreme);
+            assertArrayEquals(new float[]{10f, -10f, 0f, 0f}, bounded.toFloatArray(), 0f);
+            float[] kl = ImageVae.klPerImage(mean, bounded).toFloatArray();
+            // -0.5 * sum(1 + lv - m^2 - exp(lv)) for lv = (10, -10), m = (0.5, -0.5)
+            double expected = -0.5 * ((1 + 10 - 0.25 - Math.exp(10)) + (1 - 10 - 0.25 - Math.exp(-10)));
+            assertEquals(expected, kl[0], Math.abs(expected) * 1e-5);
+            assertEquals(0f, kl[1], 1e-6f, "N(0, 1) against N(0, 1): no divergence");
+        }
+    }
+
+    @Test
     void latentSeparatesTheConformationsAndEagerEqualsLazy(@TempDir Path dir) {
         SyntheticParticles.Written written = SyntheticParticles.builder().setParticles(600).setSize(24)
                 .optPerStack(200).optNoise(0.4).optMaxAngle(30).optSeed(11).write(dir);
