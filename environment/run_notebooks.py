@@ -242,9 +242,14 @@ def main():
         path = path.resolve()
         print(f"[{path.stem}] running ...", flush=True)
         error, seconds, html, images, peak_mib = run(path, args.out, args.timeout)
-        if error is None and args.max_rss_mib is not None and peak_mib is not None and peak_mib > args.max_rss_mib:
-            error = CheckFailed(f"the kernel's peak resident memory was {peak_mib:.0f} MiB, above --max-rss-mib "
-                                 f"{args.max_rss_mib:.0f}: shrink this tier's sizes or MEMFIT_KERNEL_HEAP")
+        if error is None and args.max_rss_mib is not None:
+            if peak_mib is None:
+                # a limit that cannot be checked must not pass silently
+                error = CheckFailed(f"--max-rss-mib {args.max_rss_mib:.0f} was asked for, but the kernel's peak resident "
+                                     "memory could not be read (no /proc/PID/status for the kernel process)")
+            elif peak_mib > args.max_rss_mib:
+                error = CheckFailed(f"the kernel's peak resident memory was {peak_mib:.0f} MiB, above --max-rss-mib "
+                                     f"{args.max_rss_mib:.0f}: shrink this tier's sizes or MEMFIT_KERNEL_HEAP")
         summary[path.stem] = {"ok": error is None, "seconds": round(seconds, 1), "plots": images,
                               "peak_rss_mib": None if peak_mib is None else round(peak_mib, 1)}
         write_summary(args.out / "summary.json", summary)

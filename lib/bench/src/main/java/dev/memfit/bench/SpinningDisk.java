@@ -148,7 +148,23 @@ public final class SpinningDisk implements Storage {
     private boolean closed;
     private final long epochNanos = System.nanoTime();
 
-    private record Pending(Request request, CompletableFuture<Long> done) {
+    /** A request and its completion; identity, not value, equality (two reads of one place are two requests). */
+    private static final class Pending {
+        private final Request request;
+        private final CompletableFuture<Long> done;
+
+        Pending(Request request, CompletableFuture<Long> done) {
+            this.request = request;
+            this.done = done;
+        }
+
+        Request request() {
+            return request;
+        }
+
+        CompletableFuture<Long> done() {
+            return done;
+        }
     }
 
     private SpinningDisk(Storage inner, Model model) {
@@ -171,6 +187,9 @@ public final class SpinningDisk implements Storage {
     public void read(Path file, long position, MemorySegment into) {
         Pending pending;
         synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("the simulated disk over " + inner.describe() + " is closed");
+            }
             Long base = layout.get(file);
             if (base == null) {
                 base = nextBase;
@@ -188,6 +207,9 @@ public final class SpinningDisk implements Storage {
         try {
             end = pending.done().get();
         } catch (InterruptedException e) {
+            synchronized (this) {
+                queue.remove(pending);     // not served: the arm should not spend simulated time on it
+            }
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for the simulated disk", e);
         } catch (ExecutionException e) {
@@ -195,7 +217,7 @@ public final class SpinningDisk implements Storage {
         }
         inner.read(file, position, into);
         long wait;
-        while ((wait = epochNanos + end - System.nanoTime()) > 0) {
+        while ((wait = epochNanos + end - System.nanoTime()) > 0 && !Thread.currentThread().isInterrupted()) {
             LockSupport.parkNanos(wait);
         }
     }
@@ -211,6 +233,7 @@ public final class SpinningDisk implements Storage {
             synchronized (this) {
                 while (queue.isEmpty()) {
                     if (closed) {
+                        arm = null;
                         return;
                     }
                     try {

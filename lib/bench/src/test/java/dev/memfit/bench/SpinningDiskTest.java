@@ -93,6 +93,10 @@ class SpinningDiskTest {
             System.arraycopy(content, 8192, expected, 0, 4096);
             assertArrayEquals(expected, into.toArray(ValueLayout.JAVA_BYTE));
             assertTrue(disk.describe().contains("simulated spinning disk"), disk.describe());
+            disk.close();
+            IllegalStateException closed = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> disk.read(file, 0, into));
+            assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
         }
     }
 

@@ -69,6 +69,7 @@ class NotebookInBrowserTest {
                 .redirectErrorStream(true)
                 .redirectOutput(out.resolve("server.log").toFile());
         server.environment().put("MEMFIT_SIZE", "small");
+        server.environment().put("MEMFIT_LAB_UI", "notebook");    // the classic UI this test drives, even where JupyterLab is installed
         server.environment().putIfAbsent("MEMFIT_KERNEL_HEAP", "512m");
         Process process = server.start();
         WebDriver driver = null;
@@ -106,7 +107,10 @@ class NotebookInBrowserTest {
             }
             process.descendants().forEach(ProcessHandle::destroy);
             process.destroy();
-            process.waitFor();
+            if (!process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly();
+            }
         }
     }
 

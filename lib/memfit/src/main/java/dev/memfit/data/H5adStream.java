@@ -183,6 +183,11 @@ final class H5adStream implements Loader.Pipeline {
         return dropLast;
     }
 
+    @Override
+    public boolean resumesMidEpoch() {
+        return false;
+    }
+
     /**
      * Starts an epoch; from its beginning only: resuming inside an epoch would need the shuffle buffer's state, which
      * depends on every chunk read before, so a stream resumes at epoch boundaries (shards resume at any batch).

@@ -34,6 +34,8 @@ public final class Loader implements AutoCloseable {
     private boolean started;
     /** Where the first epoch starts, from {@link #resumeFrom(LoaderState)}; null: epoch 0 from its start. */
     private LoaderState resume;
+    /** The state when the loader was closed: what {@link #state()} keeps answering after {@link #close()}. */
+    private LoaderState closedState;
 
     Loader(Pipeline pipeline) {
         this.pipeline = pipeline;
@@ -116,19 +118,22 @@ public final class Loader implements AutoCloseable {
     private synchronized Epoch start(long epoch) {
         long firstBatch = 0;
         if (resume != null) {
-            if (epoch != resume.epoch()) {
+            if (epoch == resume.epoch()) {
+                firstBatch = resume.batchesDone();
+            } else if (!(epoch == resume.epoch() + 1 && resume.batchesDone() >= pipeline.batchesPerEpoch())) {
                 throw new MemfitException("this loader resumes at batch " + resume.batchesDone() + " of epoch " + resume.epoch()
                         + " (from its saved state), but epoch " + epoch + " was asked for: start with epoch " + resume.epoch());
             }
-            firstBatch = resume.batchesDone();
-            resume = null;
         }
         if (active != null) {
             active.abandon();
         }
+        // the loader's own state changes only once the pipeline has started the epoch
+        Epoch next = pipeline.start(epoch, firstBatch);
+        resume = null;
         started = true;
         activeEpoch = epoch;
-        active = pipeline.start(epoch, firstBatch);
+        active = next;
         return active;
     }
 
@@ -140,6 +145,9 @@ public final class Loader implements AutoCloseable {
      * @return the state, small and JSON-serialisable
      */
     public synchronized LoaderState state() {
+        if (closedState != null) {
+            return closedState;
+        }
         long epoch = 0;
         long done = 0;
         if (active != null) {
@@ -165,7 +173,9 @@ public final class Loader implements AutoCloseable {
      * @param state a state from {@link #state()} of a loader over the same data with the same settings
      * @return this loader
      * @throws MemfitException when an epoch has already been started (a state loaded after iterating would be ignored
-     *                         by the running epoch, so it is refused), or when the data or settings differ (named)
+     *                         by the running epoch, so it is refused), when the data or settings differ (named), or
+     *                         when the state is inside an epoch and this loader (an {@code .h5ad} stream) resumes only
+     *                         at epoch starts
      */
     public synchronized Loader resumeFrom(LoaderState state) {
         if (started) {
@@ -183,10 +193,14 @@ public final class Loader implements AutoCloseable {
             throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch()
                     + ", but an epoch has " + batches + " batches");
         }
-        resume = state.batchesDone() == batches
-                ? new LoaderState(state.source(), state.samples(), state.sampler(), state.batchSize(), state.dropLast(),
-                        state.epoch() + 1, 0)
-                : state;
+        if (state.batchesDone() > 0 && state.batchesDone() < batches && !pipeline.resumesMidEpoch()) {
+            throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch() + ", but "
+                    + pipeline.describe() + " resumes only at the start of an epoch (its shuffle buffer's contents depend on "
+                    + "every chunk read before); convert to shards (./memfit shard) to resume at any batch, or save states "
+                    + "at epoch ends");
+        }
+        // a finished epoch (batchesDone == batches) continues with an empty epoch(state.epoch()) or with the next
+        resume = state;
         return this;
     }
 
@@ -204,10 +218,16 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
-     * Stops the reader threads and frees the buffers; closes the source when the loader opened it.
+     * Stops the reader threads and frees the buffers; closes the source when the loader opened it. {@link #state()}
+     * keeps answering with the position at closing, so a final checkpoint can be written afterwards; closing twice
+     * does nothing.
      */
     @Override
     public synchronized void close() {
+        if (closedState != null) {
+            return;
+        }
+        closedState = state();
         if (active != null) {
             active.abandon();
             active = null;
@@ -297,6 +317,9 @@ public final class Loader implements AutoCloseable {
         String orderSettings();
 
         boolean dropLast();
+
+        /** Whether an epoch can start at any batch ({@link #start}), or only at its first. */
+        boolean resumesMidEpoch();
 
         /**
          * Starts an epoch at one of its batches; the loader has abandoned the previous one already.

@@ -84,7 +84,11 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
                 long found = number(folder.resolve(limitFile));
                 if (found > 0 && found < V1_UNLIMITED && found < limit) {
                     limit = found;
-                    usage = number(folder.resolve(usageFile));
+                    // the usage counts page cache; its inactive part is reclaimed before the limit bites (the JDK
+                    // and container runtimes subtract it the same way)
+                    long used = number(folder.resolve(usageFile));
+                    long inactiveFile = statistic(folder.resolve("memory.stat"), v2 ? "inactive_file" : "total_inactive_file");
+                    usage = used < 0 ? -1 : Math.max(0, used - Math.max(0, inactiveFile));
                 }
                 if (at == null || at.toString().isEmpty()) {
                     break;
@@ -150,6 +154,21 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
         } catch (IOException | RuntimeException e) {
             return List.of();
         }
+    }
+
+    /** One "name value" line of a memory.stat file, or -1 when the file or the line is missing. */
+    private static long statistic(Path file, String name) {
+        for (String line : lines(file)) {
+            String[] parts = line.trim().split("\\s+");
+            if (parts.length == 2 && parts[0].equals(name)) {
+                try {
+                    return Long.parseLong(parts[1]);
+                } catch (NumberFormatException e) {
+                    return -1;
+                }
+            }
+        }
+        return -1;
     }
 
     /** A file holding one number; "max" (cgroup v2's "no limit"), a missing file or anything else is -1. */

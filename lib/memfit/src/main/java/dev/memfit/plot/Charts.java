@@ -251,12 +251,17 @@ public final class Charts {
         double[] rowHeights = {1.14, 1.06};
         for (MarkPlace place : places) {
             chart.addAnnotation(new MarkLine(place.seconds()));
-            // a third wider than the text: the plot area's width in pixels is only estimated
-            double width = (font.getStringBounds(place.label(), FONTS).getWidth() * 1.35 + 8) * secondsPerPixel;
+            // a third wider than the text: the plot area's width in pixels is only estimated; with no time span
+            // (every sample at one instant) one label per row is all that can be placed
+            double width = secondsPerPixel > 0 ? (font.getStringBounds(place.label(), FONTS).getWidth() * 1.35 + 8) * secondsPerPixel
+                    : Double.POSITIVE_INFINITY;
+            // right of its line, but moved left where it would run past the end of the axis
+            double start = Double.isInfinite(width) ? place.seconds() : Math.max(xRange.min, Math.min(place.seconds(), xRange.max - width));
             for (int row = 0; row < rowEnds.length; row++) {
-                if (place.seconds() >= rowEnds[row]) {
-                    chart.addAnnotation(new MarkText(place.label(), place.seconds(), place.seconds() + width / 2, top * rowHeights[row]));
-                    rowEnds[row] = place.seconds() + width;
+                if (start >= rowEnds[row]) {
+                    double centre = Double.isInfinite(width) ? place.seconds() : start + width / 2;
+                    chart.addAnnotation(new MarkText(place.label(), place.seconds(), centre, top * rowHeights[row]));
+                    rowEnds[row] = start + width;
                     break;
                 }
             }
@@ -280,11 +285,18 @@ public final class Charts {
     static final class MarkText extends AnnotationText {
         final String label;
         final double seconds;
+        private final double centre;
 
         MarkText(String label, double seconds, double x, double y) {
             super(label, x, y, false);
             this.label = label;
             this.seconds = seconds;
+            this.centre = x;
+        }
+
+        /** Where the label's centre sits on the time axis. */
+        double x() {
+            return centre;
         }
     }
 

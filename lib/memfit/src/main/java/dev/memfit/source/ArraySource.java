@@ -27,6 +27,8 @@ public final class ArraySource implements SampleSource {
     private final long sampleBytes;
     private final NativeMemory.Reservation reservation;
     private final String name;
+    /** The fingerprint of the data this is a copy of ({@link #copyOf}), so a loaded copy resumes a lazy run; or null. */
+    private String copiedFingerprint;
 
     private ArraySource(String name, Arena arena, MemorySegment data, long size, Shape sampleShape, DType dtype,
                         NativeMemory.Reservation reservation) {
@@ -83,6 +85,7 @@ public final class ArraySource implements SampleSource {
                 source.readBatch(indices, copy.data.asSlice(first * sampleBytes, indices.length * sampleBytes));
                 progress.step(indices.length);
             }
+            copy.copiedFingerprint = source.fingerprint();
             return copy;
         } catch (RuntimeException e) {
             copy.close();
@@ -152,6 +155,12 @@ public final class ArraySource implements SampleSource {
     @Override
     public String describe() {
         return "in-memory " + name;
+    }
+
+    /** A copy ({@link #copyOf}) is the same data as its source, however it was read; otherwise as described. */
+    @Override
+    public String fingerprint() {
+        return copiedFingerprint != null ? copiedFingerprint : SampleSource.super.fingerprint();
     }
 
     @Override

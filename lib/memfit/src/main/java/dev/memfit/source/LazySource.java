@@ -115,19 +115,35 @@ public final class LazySource implements SampleSource {
             int first = g;
             futures.add(pool.submit(() -> readRuns(runs, first, groups, into)));
         }
-        readRuns(runs, 0, groups, into);
+        RuntimeException failure = null;
+        try {
+            readRuns(runs, 0, groups, into);
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        // every task is waited for, even after a failure: the batch buffer must not be reused while one still writes
+        boolean interrupted = false;
         for (Future<?> future : futures) {
             try {
                 future.get();
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new MemfitException("interrupted while reading from " + stack.source(), e);
-            } catch (ExecutionException e) {
-                if (e.getCause() instanceof RuntimeException runtime) {
-                    throw runtime;
+                interrupted = true;
+                future.cancel(true);
+                if (failure == null) {
+                    failure = new MemfitException("interrupted while reading from " + stack.source(), e);
                 }
-                throw new MemfitException("reading from " + stack.source() + " failed: " + e.getCause(), e.getCause());
+            } catch (ExecutionException e) {
+                if (failure == null) {
+                    failure = e.getCause() instanceof RuntimeException runtime ? runtime
+                            : new MemfitException("reading from " + stack.source() + " failed: " + e.getCause(), e.getCause());
+                }
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
@@ -213,6 +229,12 @@ public final class LazySource implements SampleSource {
             }
         }
         return true;
+    }
+
+    /** The listing's name, the record count, shape and type: the same on any storage, with any threads, or loaded. */
+    @Override
+    public String fingerprint() {
+        return "records of " + stack.source().getFileName() + ": " + size() + " samples of " + sampleShape() + " " + dtype();
     }
 
     @Override

@@ -152,6 +152,35 @@ class LoaderResumeTest {
     }
 
     @Test
+    void particlesResumeWhateverTheThreadsStorageOrEagerness() {
+        var written = dev.memfit.synthetic.SyntheticParticles.builder().setParticles(90).setSize(8).optPerStack(40).optSeed(2)
+                .optProgress(dev.memfit.ProgressListener.silent()).write(dir.resolve("particles"));
+        Path star = written.star();
+        List<Seen> uninterrupted = run(() -> Datasets.particles(star).lazy(2).optBatchSize(16).optShuffle(5), 0, 1);
+        LoaderState saved;
+        try (Loader loader = Datasets.particles(star).lazy(2).optBatchSize(16).optShuffle(5).build()) {
+            var batches = loader.epoch(0).iterator();
+            batches.next();
+            batches.next();
+            saved = loader.state();
+        }
+        List<Supplier<LoaderBuilder>> others = List.of(
+                () -> Datasets.particles(star).lazy(4).optBatchSize(16).optShuffle(5),
+                () -> Datasets.particles(star).optStorage(() -> new dev.memfit.ObservedStorage(dev.memfit.io.storage.Storage.local(),
+                        "watched", (file, position, into) -> { })).lazy(1).optBatchSize(16).optShuffle(5),
+                () -> Datasets.particles(star).eager().optBatchSize(16).optShuffle(5));
+        for (Supplier<LoaderBuilder> other : others) {
+            List<Seen> rest = new ArrayList<>();
+            try (Loader loader = other.get().optResumeFrom(saved).build()) {
+                for (Batch batch : loader.epoch(0)) {
+                    rest.add(seen(batch));
+                }
+            }
+            assertEquals(uninterrupted.subList(2, uninterrupted.size()), rest, "the same images, read another way");
+        }
+    }
+
+    @Test
     void resumingTwiceInOneEpochKeepsThePosition() {
         Supplier<LoaderBuilder> builder = () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7);
         List<Seen> uninterrupted = run(builder, 0, 1);
@@ -254,9 +283,38 @@ class LoaderResumeTest {
             }
         }
         assertEquals(secondEpoch, resumed, "a stream resumed at an epoch boundary yields the same epoch");
-        try (Loader loader = stream.get().optResumeFrom(middle).build()) {
-            MemfitException e = assertThrows(MemfitException.class, () -> loader.epoch(0).iterator());
-            assertTrue(e.getMessage().contains("resumes at the start of an epoch") && e.getMessage().contains("shards"), e.getMessage());
+        // refused when the state is given, not at the first epoch (where a caught error would lose the position)
+        MemfitException e = assertThrows(MemfitException.class, () -> stream.get().optResumeFrom(middle).build());
+        assertTrue(e.getMessage().contains("resumes only at the start of an epoch") && e.getMessage().contains("shards"), e.getMessage());
+    }
+
+    @Test
+    void theStateSurvivesCloseAndAFinishedEpochResumesEitherWay() {
+        Supplier<LoaderBuilder> builder = () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(64).optShuffle(7);
+        Loader loader = builder.get().build();
+        var batches = loader.epoch(3).iterator();
+        batches.next();
+        batches.next();
+        loader.close();
+        loader.close();     // twice: nothing more happens
+        LoaderState closed = loader.state();
+        assertEquals(3, closed.epoch(), "the position at closing, for a checkpoint written after close");
+        assertEquals(2, closed.batchesDone());
+
+        long batchesPerEpoch;
+        try (Loader probe = builder.get().build()) {
+            batchesPerEpoch = probe.batchesPerEpoch();
+        }
+        // a hand-made state at the end of epoch 2: epoch 2 is empty, or epoch 3 starts from its beginning
+        LoaderState finished = new LoaderState(closed.source(), closed.samples(), closed.sampler(), closed.batchSize(),
+                closed.dropLast(), 2, batchesPerEpoch);
+        try (Loader resumed = builder.get().optResumeFrom(finished).build()) {
+            assertTrue(!resumed.epoch(2).iterator().hasNext(), "nothing left of epoch 2");
+            assertEquals(0, resumed.epoch(3).iterator().next().number());
+        }
+        try (Loader resumed = builder.get().optResumeFrom(finished).build()) {
+            assertEquals(List.of(0L, 1L), java.util.stream.StreamSupport.stream(resumed.epoch(3).spliterator(), false)
+                    .limit(2).map(Batch::number).toList());
         }
     }
 

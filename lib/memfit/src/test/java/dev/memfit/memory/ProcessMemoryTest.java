@@ -101,6 +101,24 @@ class ProcessMemoryTest {
         assertEquals(2 * GIB, memory.limit());
         assertEquals(GIB, memory.usage());
         assertEquals(GIB, memory.available());
+        // page cache the container just read counts in the usage, but its inactive part is reclaimed first
+        write(root.resolve("sys/fs/cgroup/memory/docker/abc/memory.stat"),
+                "cache 805306368\nrss 268435456\ntotal_cache 805306368\ntotal_inactive_file " + (768 * MIB) + "\n");
+        assertEquals(GIB - 768 * MIB, ProcessMemory.read(root).usage());
+        assertEquals(2 * GIB - 256 * MIB, ProcessMemory.read(root).available());
+    }
+
+    @Test
+    void cgroupV2InactivePageCacheIsNotCountedAsUsed(@TempDir Path root) throws IOException {
+        meminfo(root);
+        write(root.resolve("proc/self/cgroup"), "0::/binder\n");
+        write(root.resolve("sys/fs/cgroup/binder/memory.max"), (2 * GIB) + "\n");
+        write(root.resolve("sys/fs/cgroup/binder/memory.current"), (1900 * MIB) + "\n");     // a 1.5 GiB file just read
+        write(root.resolve("sys/fs/cgroup/binder/memory.stat"),
+                "anon 419430400\nfile 1572864000\nactive_file 104857600\ninactive_file " + (1400 * MIB) + "\n");
+        ProcessMemory memory = ProcessMemory.read(root);
+        assertEquals(500 * MIB, memory.usage());
+        assertEquals(2 * GIB - 500 * MIB, memory.available(), "the cached file does not count against what fits");
     }
 
     @Test

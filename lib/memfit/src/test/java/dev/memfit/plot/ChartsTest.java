@@ -209,6 +209,17 @@ class ChartsTest {
         List<Charts.MarkText> texts = busyParts.stream().filter(p -> p instanceof Charts.MarkText).map(p -> (Charts.MarkText) p).toList();
         assertTrue(texts.size() >= 2 && texts.size() < 12, texts.size() + " labels");
         assertEquals("streaming the .h5ad: epoch 1", texts.getFirst().label, "the first mark is always labelled");
+
+        // a mark at the very end: its label is moved left so it stays on the axis
+        XYChart late = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", samples,
+                List.of(new MemoryTimeline.Mark(10.0, "a long label at the very end of the run"))));
+        Charts.MarkText end = annotations(late).stream().filter(p -> p instanceof Charts.MarkText).map(p -> (Charts.MarkText) p)
+                .findFirst().orElseThrow();
+        assertTrue(end.x() < 10.0, "centred left of the end, at " + end.x());
+        // every sample at one instant: lines for all, one label per row, none printed on top of another
+        List<MemorySample> instant = List.of(samples.getFirst());
+        XYChart still = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", instant, crowded));
+        assertTrue(annotations(still).stream().filter(p -> p instanceof Charts.MarkText).count() <= 2);
     }
 
     @Test
