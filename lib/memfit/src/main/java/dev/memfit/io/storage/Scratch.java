@@ -58,7 +58,9 @@ public final class Scratch {
      * @return the copy
      */
     public static Copy copy(Path source, Path scratchFolder, ProgressListener listener) {
-        return copyThrough(null, source, scratchFolder, listener);
+        try (Storage local = Storage.local()) {
+            return copyThrough(local, source, scratchFolder, listener);
+        }
     }
 
     /**
@@ -130,31 +132,34 @@ public final class Scratch {
             if (source == null) {
                 throw new MemfitException("setSource(file) is required: the file to copy to " + scratchFolder);
             }
-            return copyThrough(storage, source, scratchFolder, progress == null ? ProgressListener.silent() : progress);
+            ProgressListener listener = progress == null ? ProgressListener.silent() : progress;
+            if (storage != null) {
+                return copyThrough(storage, source, scratchFolder, listener);
+            }
+            return copy(source, scratchFolder, listener);
         }
     }
 
+    /** The copy, its source read through {@code from} in blocks of {@value #BUFFER} bytes (the local files by default). */
     private static Copy copyThrough(Storage from, Path source, Path scratchFolder, ProgressListener listener) {
         Path target = scratchFolder.resolve(source.getFileName());
         // one copier per target: two runs copying the same file to one scratch folder would race on the rename
         try (OutputLock lock = OutputLock.acquire(target)) {
-            long size = from == null ? Files.size(source) : from.size(source);
-            long sourceChecksum;
+            long size = from.size(source);
             if (Files.exists(target) && Files.size(target) == size) {
-                sourceChecksum = from == null ? checksum(source, null) : checksum(from, source, size);
+                long sourceChecksum = checksum(from, source, size);
                 if (checksum(target, null) == sourceChecksum) {
                     return new Copy(target, size, sourceChecksum, true);
                 }
             }
             Path temporary = TempFiles.beside(target);
             CRC32C crc = new CRC32C();
-            try (FileChannel in = from == null ? FileChannel.open(source, StandardOpenOption.READ) : null;
-                 FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
                  ProgressListener.Task progress = listener.start("Copying " + source.getFileName(), size >> 20, "MiB")) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(BUFFER);
                 long done = 0;
                 int read;
-                while ((read = in != null ? in.read(buffer) : readThrough(from, source, done, size, buffer)) > 0) {
+                while ((read = readThrough(from, source, done, size, buffer)) > 0) {
                     buffer.flip();
                     crc.update(buffer.duplicate());
                     while (buffer.hasRemaining()) {
