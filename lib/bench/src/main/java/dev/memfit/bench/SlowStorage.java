@@ -70,8 +70,18 @@ public final class SlowStorage implements Storage {
             }
         }
         inner.read(file, position, into);
+        parkUntil(transferEnd);
+    }
+
+    /**
+     * Waits until {@code System.nanoTime()} reaches a deadline, or the thread is interrupted (an interrupted thread
+     * would otherwise spin: parking returns at once while the flag is set). The simulated storages' one way to wait.
+     *
+     * @param deadlineNanos the deadline on {@link System#nanoTime()}'s clock
+     */
+    static void parkUntil(long deadlineNanos) {
         long wait;
-        while ((wait = transferEnd - System.nanoTime()) > 0) {
+        while ((wait = deadlineNanos - System.nanoTime()) > 0 && !Thread.currentThread().isInterrupted()) {
             LockSupport.parkNanos(wait);
         }
     }

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A simulated spinning disk (and labelled as such): one head serves one request at a time. Reaching a request costs
@@ -216,10 +215,7 @@ public final class SpinningDisk implements Storage {
             throw new IllegalStateException("simulated disk failed", e.getCause());
         }
         inner.read(file, position, into);
-        long wait;
-        while ((wait = epochNanos + end - System.nanoTime()) > 0 && !Thread.currentThread().isInterrupted()) {
-            LockSupport.parkNanos(wait);
-        }
+        SlowStorage.parkUntil(epochNanos + end);
     }
 
     /**
@@ -248,10 +244,7 @@ public final class SpinningDisk implements Storage {
                 freeAt = head.freeAt;
             }
             next.done().complete(freeAt);
-            long wait;
-            while ((wait = epochNanos + freeAt - System.nanoTime()) > 0) {
-                LockSupport.parkNanos(wait);
-            }
+            SlowStorage.parkUntil(epochNanos + freeAt);
         }
     }
 
