@@ -199,17 +199,27 @@ public final class ShardStore implements SampleSource {
         }
     }
 
+    /** A CSR shard's three files and its stored-value count, as the metadata names them. */
+    private record SparseFiles(Path data, Path indices, Path indptr, long nnz) {
+
+        /** The files, each checked for its type and shape (values and indices of nnz, row pointers of cells + 1). */
+        static SparseFiles checked(Path folder, JsonNode shard, long cells) {
+            long nnz = shard.path("nnz").asLong(-1);
+            SparseFiles files = new SparseFiles(roleFile(folder, shard, "data"), roleFile(folder, shard, "indices"),
+                    roleFile(folder, shard, "indptr"), nnz);
+            checkArray(files.data(), DType.FLOAT32, nnz, -1);
+            checkArray(files.indices(), DType.INT32, nnz, -1);
+            checkArray(files.indptr(), DType.INT64, cells + 1, -1);
+            return files;
+        }
+    }
+
     /** A CSR shard's arrays: types and shapes, row pointers, and every gene index below the vocabulary's size. */
     private static void checkSparse(Path folder, JsonNode shard, long cells, long genes) {
-        long nnz = shard.path("nnz").asLong(-1);
-        Path data = roleFile(folder, shard, "data");
-        Path index = roleFile(folder, shard, "indices");
-        Path indptr = roleFile(folder, shard, "indptr");
-        checkArray(data, DType.FLOAT32, nnz, -1);
-        checkArray(index, DType.INT32, nnz, -1);
-        checkArray(indptr, DType.INT64, cells + 1, -1);
-        try (NpyArray pointers = Npy.map(indptr); NpyArray indices = Npy.map(index)) {
-            checkPointers(pointers, nnz);
+        SparseFiles sparse = SparseFiles.checked(folder, shard, cells);
+        Path index = sparse.indices();
+        try (NpyArray pointers = Npy.map(sparse.indptr()); NpyArray indices = Npy.map(index)) {
+            checkPointers(pointers, sparse.nnz());
             MemorySegment values = indices.data();
             MemorySegment rowStarts = pointers.data();
             long n = values.byteSize() / Integer.BYTES;
@@ -375,18 +385,12 @@ public final class ShardStore implements SampleSource {
                     files.add(npy);
                     arrays.add(Npy.map(npy));
                 } else {
-                    long nnz = shard.path("nnz").asLong(-1);
-                    Path data = roleFile(folder, shard, "data");
-                    Path index = roleFile(folder, shard, "indices");
-                    Path indptr = roleFile(folder, shard, "indptr");
-                    checkArray(data, DType.FLOAT32, nnz, -1);
-                    checkArray(index, DType.INT32, nnz, -1);
-                    checkArray(indptr, DType.INT64, cells + 1, -1);
-                    files.addAll(List.of(data, index, indptr));
-                    arrays.add(Npy.map(data));
-                    arrays.add(Npy.map(index));
-                    arrays.add(Npy.map(indptr));
-                    checkPointers(arrays.getLast(), nnz);
+                    SparseFiles sparse = SparseFiles.checked(folder, shard, cells);
+                    files.addAll(List.of(sparse.data(), sparse.indices(), sparse.indptr()));
+                    arrays.add(Npy.map(sparse.data()));
+                    arrays.add(Npy.map(sparse.indices()));
+                    arrays.add(Npy.map(sparse.indptr()));
+                    checkPointers(arrays.getLast(), sparse.nnz());
                 }
                 sizes.add(cells);
             }
