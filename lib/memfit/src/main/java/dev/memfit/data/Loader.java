@@ -31,7 +31,6 @@ public final class Loader implements AutoCloseable {
     private final Pipeline pipeline;
     private Epoch active;
     private long activeEpoch;
-    private boolean started;
     /** Where the first epoch starts, from {@link #resumeFrom(LoaderState)}; null: epoch 0 from its start. */
     private LoaderState resume;
     /** The state when the loader was closed: what {@link #state()} keeps answering after {@link #close()}. */
@@ -131,7 +130,6 @@ public final class Loader implements AutoCloseable {
         // the loader's own state changes only once the pipeline has started the epoch
         Epoch next = pipeline.start(epoch, firstBatch);
         resume = null;
-        started = true;
         activeEpoch = epoch;
         active = next;
         return active;
@@ -178,7 +176,10 @@ public final class Loader implements AutoCloseable {
      *                         at epoch starts
      */
     public synchronized Loader resumeFrom(LoaderState state) {
-        if (started) {
+        if (closedState != null) {
+            throw new MemfitException("resumeFrom on a closed loader: build a new loader and resume it before iterating");
+        }
+        if (active != null) {      // set by the first epoch(...), and kept until close
             throw new MemfitException("resumeFrom must be called before the first epoch(...) of a loader: this one has "
                     + "already started epoch " + activeEpoch + ", which would ignore the saved position; build a new loader and "
                     + "resume it before iterating");
