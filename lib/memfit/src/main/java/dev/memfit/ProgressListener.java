@@ -23,6 +23,14 @@ public interface ProgressListener {
      */
     Task start(String task, long total, String unit);
 
+    /**
+     * Reports one line worth keeping, such as where a fit resumed from (default: nothing; the console prints it).
+     *
+     * @param line the line
+     */
+    default void note(String line) {
+    }
+
     /** The progress of one task: {@code steps -> ...} is a task that only counts. */
     @FunctionalInterface
     interface Task extends AutoCloseable {
@@ -55,7 +63,17 @@ public interface ProgressListener {
      * @return the listener
      */
     static ProgressListener console() {
-        return Progress::bar;
+        return new ProgressListener() {
+            @Override
+            public Task start(String task, long total, String unit) {
+                return Progress.bar(task, total, unit);
+            }
+
+            @Override
+            public void note(String line) {
+                System.out.println(line);
+            }
+        };
     }
 
     /**

@@ -4,10 +4,12 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
-import ai.djl.training.optimizer.Optimizer;
 import ai.djl.util.Pair;
 
-/** The two things memfit's block-based trainers do to every parameter: track its gradient, and step it. */
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** What memfit's block-based trainers do to every parameter: name it, track its gradient, and step it. */
 final class BlockTraining {
 
     private BlockTraining() {
@@ -23,20 +25,48 @@ final class BlockTraining {
     }
 
     /**
-     * One optimizer step on every parameter, its gradient multiplied by {@code scale} first (in place: DJL's update
+     * The parameters of an initialised block by stable names ({@code prefix} + DJL's path in the block, such as
+     * {@code encoder/01Linear_weight}), the same every time the block is built the same way, for checkpoints.
+     *
+     * @param prefix put before every name
+     * @param block the block
+     * @param into where to add them, in the block's order
+     * @return {@code into}
+     */
+    static Map<String, NDArray> parameters(String prefix, Block block, Map<String, NDArray> into) {
+        for (Pair<String, Parameter> parameter : block.getParameters()) {
+            into.put(prefix + parameter.getKey(), parameter.getValue().getArray());
+        }
+        return into;
+    }
+
+    /**
+     * The parameters of initialised blocks, each under its prefix.
+     *
+     * @param named prefix, block, prefix, block...
+     * @return the parameters by name
+     */
+    static Map<String, NDArray> parameters(Object... named) {
+        Map<String, NDArray> all = new LinkedHashMap<>();
+        for (int i = 0; i < named.length; i += 2) {
+            parameters((String) named[i], (Block) named[i + 1], all);
+        }
+        return all;
+    }
+
+    /**
+     * One optimizer step on every parameter, its gradient multiplied by {@code scale} first (in place: the update
      * zeroes the parameter's gradient afterwards); the gradient views go to {@code scope}, closed by the caller.
      */
-    static void step(Optimizer optimizer, NDManager scope, float scale, Block... blocks) {
-        for (Block block : blocks) {
-            for (Pair<String, Parameter> parameter : block.getParameters()) {
-                NDArray weight = parameter.getValue().getArray();
-                NDArray gradient = weight.getGradient();
-                gradient.attach(scope);
-                if (scale != 1f) {
-                    gradient.muli(scale);
-                }
-                optimizer.update(parameter.getValue().getId(), weight, gradient);
+    static void step(DenseAdam optimizer, NDManager scope, float scale, Map<String, NDArray> parameters) {
+        optimizer.beginStep();
+        parameters.forEach((name, weight) -> {
+            NDArray gradient = weight.getGradient();
+            gradient.attach(scope);
+            if (scale != 1f) {
+                gradient.muli(scale);
             }
-        }
+            optimizer.update(name, weight, gradient);
+        });
     }
 }

@@ -11,12 +11,13 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.loss.Loss;
-import ai.djl.training.optimizer.Optimizer;
-import ai.djl.training.tracker.Tracker;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.zip.CRC32C;
 
 /**
  * A cell-type classifier: an MLP on log1p-transformed expression, trained with softmax cross-entropy on DJL
@@ -94,37 +95,76 @@ public final class CellClassifier implements Trainer {
                     + size);
         }
         Loss loss = Loss.softmaxCrossEntropyLoss();
-        Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+        Map<String, NDArray> parameters = BlockTraining.parameters("network/", network);
+        DenseAdam adam = new DenseAdam(learningRate, parameters);
         int accumulation = loop.accumulation();
         long stepSamples = (long) accumulation * loader.batchSize();
         Device target = manager.getDevice();
-        return loop.run(loader, manager, new Fit.Model() {
-            @Override
-            public double backward(Batch batch, Fit.Step step) {
-                NDManager scope = step.batchScope();
-                NDArray x = batch.toNDArray(scope).toDevice(target, false).reshape(batch.size(), genes).add(1f).log();
-                int[] y = new int[batch.size()];
-                long[] indices = batch.indices();
-                for (int i = 0; i < y.length; i++) {
-                    y[i] = labels[Math.toIntExact(indices[i])];
+        try {
+            return loop.run(loader, manager, new Fit.Model() {
+                @Override
+                public double backward(Batch batch, Fit.Step step) {
+                    NDManager scope = step.batchScope();
+                    NDArray x = batch.toNDArray(scope).toDevice(target, false).reshape(batch.size(), genes).add(1f).log();
+                    int[] y = new int[batch.size()];
+                    long[] indices = batch.indices();
+                    for (int i = 0; i < y.length; i++) {
+                        y[i] = labels[Math.toIntExact(indices[i])];
+                    }
+                    NDArray truth = scope.create(y).toDevice(target, false);
+                    NDArray logits = network.forward(store, new NDList(x), true).singletonOrThrow();
+                    NDArray value = loss.evaluate(new NDList(truth), new NDList(logits));
+                    // The batch's mean, weighted by its share of a full step's samples: k accumulated batches give
+                    // the mean over all their cells, the loss of one batch k times larger.
+                    step.backward(accumulation == 1 ? value : value.mul(batch.size() / (float) stepSamples));
+                    return value.getFloat() * batch.size();
                 }
-                NDArray truth = scope.create(y).toDevice(target, false);
-                NDArray logits = network.forward(store, new NDList(x), true).singletonOrThrow();
-                NDArray value = loss.evaluate(new NDList(truth), new NDList(logits));
-                // The batch's mean, weighted by its share of a full step's samples: k accumulated batches give the
-                // mean over all their cells, the loss of one batch k times larger.
-                step.backward(accumulation == 1 ? value : value.mul(batch.size() / (float) stepSamples));
-                return value.getFloat() * batch.size();
-            }
 
-            @Override
-            public void update(Fit.Step step) {
-                // A short last step of an epoch was weighted as a full one: its gradient becomes the mean over the
-                // cells it had, as the short last batch of a loader k times larger would give.
-                float scale = accumulation == 1 || step.samples() == stepSamples ? 1f : stepSamples / (float) step.samples();
-                BlockTraining.step(adam, step.scope(), scale, network);
-            }
-        });
+                @Override
+                public void update(Fit.Step step) {
+                    // A short last step of an epoch was weighted as a full one: its gradient becomes the mean over
+                    // the cells it had, as the short last batch of a loader k times larger would give.
+                    float scale = accumulation == 1 || step.samples() == stepSamples ? 1f
+                            : stepSamples / (float) step.samples();
+                    BlockTraining.step(adam, step.scope(), scale, parameters);
+                }
+
+                @Override
+                public Map<String, NDArray> stateArrays() {
+                    Map<String, NDArray> arrays = new LinkedHashMap<>();
+                    parameters.forEach((name, array) -> arrays.put("parameters/" + name, array));
+                    adam.state("adam/", arrays);
+                    return arrays;
+                }
+
+                @Override
+                public Map<String, Long> counters() {
+                    return Map.of("adam steps", adam.steps());
+                }
+
+                @Override
+                public void restoreCounters(Map<String, Long> counters) {
+                    adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
+                }
+
+                @Override
+                public Map<String, String> settings() {
+                    CRC32C labelSum = new CRC32C();
+                    java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(labels.length * Integer.BYTES);
+                    bytes.asIntBuffer().put(labels);
+                    labelSum.update(bytes);
+                    Map<String, String> settings = new LinkedHashMap<>();
+                    settings.put("classes", Integer.toString(classes));
+                    settings.put("hidden units", Integer.toString(hidden));
+                    settings.put("learning rate", Float.toString(learningRate));
+                    settings.put("genes", Long.toString(genes));
+                    settings.put("labels (CRC-32C)", Long.toHexString(labelSum.getValue()));
+                    return settings;
+                }
+            });
+        } finally {
+            adam.close();
+        }
     }
 
     /**

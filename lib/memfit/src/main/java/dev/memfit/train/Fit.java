@@ -34,6 +34,7 @@ final class Fit {
     private final ProgressListener progress;
     private final EpochListener epochListener;
     private final Predicate<? super EpochStats> stopWhen;
+    private final Checkpoints checkpoints;
 
     /**
      * Reads the shared settings of a validated builder.
@@ -50,6 +51,7 @@ final class Fit {
         this.progress = settings.progress;
         this.epochListener = settings.epochListener;
         this.stopWhen = settings.stopWhen;
+        this.checkpoints = settings.checkpoints;
     }
 
     /** What a model does in the loop: the rest is the loop's. */
@@ -72,6 +74,42 @@ final class Fit {
          * @param step the step, with its batch and sample counts
          */
         void update(Step step);
+
+        /**
+         * The arrays a checkpoint saves and a resume overwrites in place, by stable names: the parameters and the
+         * optimizer's moments, live (not copies).
+         *
+         * @return float32 arrays in a fixed order (default: none, a model that cannot be checkpointed)
+         */
+        default java.util.Map<String, NDArray> stateArrays() {
+            return java.util.Map.of();
+        }
+
+        /**
+         * The counters of the optimizers (steps taken, for bias corrections).
+         *
+         * @return counters by name
+         */
+        default java.util.Map<String, Long> counters() {
+            return java.util.Map.of();
+        }
+
+        /**
+         * Continues the optimizers' counters from a checkpoint.
+         *
+         * @param counters as {@link #counters()} returned them
+         */
+        default void restoreCounters(java.util.Map<String, Long> counters) {
+        }
+
+        /**
+         * The model's settings a checkpoint must share to be resumed, such as the number of topics.
+         *
+         * @return settings by name, as text
+         */
+        default java.util.Map<String, String> settings() {
+            return java.util.Map.of();
+        }
     }
 
     /** The engine every trainer runs on. */
@@ -102,7 +140,8 @@ final class Fit {
     /**
      * Trains a model whose parameters live in {@code parameters}: every epoch's mini-batches go through
      * {@link Model#backward}, and every {@code accumulation} of them (or fewer, at the end of an epoch) through one
-     * {@link Model#update}.
+     * {@link Model#update}. With checkpoints set, first resumes from the newest valid one in their folder, and saves
+     * as their policy says.
      *
      * @param loader the training data
      * @param parameters the manager of the model's parameters, on the training device; steps' arrays live in its
@@ -112,54 +151,69 @@ final class Fit {
      */
     FitResult run(Loader loader, NDManager parameters, Model model) {
         Device target = parameters.getDevice();
-        // Reseeded per fit so that the same loader order gives the same losses (the VAE samples noise), whatever
-        // building the parameters drew from the generator.
+        // Reseeded per fit so that the same loader order gives the same losses, whatever building the parameters
+        // drew from the generator; each step reseeds again from its number (noise as a function of the step).
         seed();
-        List<EpochStats> history = new ArrayList<>();
+        Run run = new Run();
+        Checkpointing saver = checkpoints == null ? null : new Checkpointing(checkpoints, task, this, progress);
+        if (saver != null) {
+            saver.resume(run, loader, model);
+        }
         long start = System.nanoTime();
         try (ProgressListener.Task bar = progress.start(task, epochs * loader.batchesPerEpoch(), "batches")) {
-            for (int epoch = 1; epoch <= epochs; epoch++) {
-                EpochStats stats = epoch(epoch, loader, parameters, model, target, bar);
-                history.add(stats);
-                bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", epoch, stats.loss()));
+            bar.step(Math.min(epochs * loader.batchesPerEpoch(), (run.epoch - 1) * loader.batchesPerEpoch() + run.batches));
+            while (run.epoch <= epochs && !(run.batches == 0 && !run.history.isEmpty()
+                    && stopWhen.test(run.history.getLast()))) {
+                EpochStats stats = epoch(run, loader, parameters, model, target, bar, saver);
+                run.history.add(stats);
+                run.nextEpoch();
+                bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()));
                 epochListener.onEpoch(stats);
-                if (stopWhen.test(stats)) {
-                    break;
+                if (saver != null && saver.due(run)) {
+                    saver.save(run, loader, model);
                 }
             }
+            if (saver != null) {
+                saver.finish(run, loader, model);
+            }
         }
-        return new FitResult(history, (System.nanoTime() - start) / 1e9, target);
+        double seconds = run.secondsBefore + (System.nanoTime() - start) / 1e9;
+        return new FitResult(run.history, seconds, target, run.stepLosses(),
+                saver == null ? FitResult.CheckpointReport.NONE : saver.report());
     }
 
-    private EpochStats epoch(int epoch, Loader loader, NDManager parameters, Model model, Device target,
-                             ProgressListener.Task bar) {
+    private EpochStats epoch(Run run, Loader loader, NDManager parameters, Model model, Device target,
+                             ProgressListener.Task bar, Checkpointing saver) {
         long start = System.nanoTime();
-        double lossSum = 0;
-        long batches = 0;
-        long samples = 0;
-        long steps = 0;
+        long perEpoch = loader.batchesPerEpoch();
         Step step = null;
         try {
             // The loader counts epochs from 0, and its shuffle follows that number.
-            for (Batch batch : loader.epoch(epoch - 1L)) {
+            for (Batch batch : loader.epoch(run.epoch - 1L)) {
                 if (step == null) {
                     step = new Step(parameters);
+                    // The noise of a step (the VAE's) depends on the seed and the step's number only, so a resumed
+                    // run draws what the uninterrupted one drew.
+                    engine().setRandomSeed(stepSeed(run.globalSteps));
                 }
-                lossSum += step.accumulate(model, batch);
-                batches++;
-                samples += batch.size();
+                run.lossSum += step.accumulate(model, batch);
+                run.batches++;
+                run.samples += batch.size();
                 if (step.batches() == accumulation) {
-                    step.update(model);
+                    finishStep(run, step, model);
                     step = null;
-                    steps++;
+                    if (saver != null && run.batches < perEpoch && saver.due(run)) {
+                        run.epochSeconds += (System.nanoTime() - start) / 1e9;
+                        start = System.nanoTime();
+                        saver.save(run, loader, model);
+                    }
                 }
                 bar.step(1);
             }
             // A shorter last group still steps: no batch of the epoch is left out.
             if (step != null) {
-                step.update(model);
+                finishStep(run, step, model);
                 step = null;
-                steps++;
             }
         } finally {
             if (step != null) {
@@ -168,8 +222,80 @@ final class Fit {
         }
         // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
         DeviceMemory.releaseCache(target);
-        return new EpochStats(epoch, lossSum / Math.max(1, samples), (System.nanoTime() - start) / 1e9, batches, steps,
-                samples);
+        run.epochSeconds += (System.nanoTime() - start) / 1e9;
+        return new EpochStats(run.epoch, run.lossSum / Math.max(1, run.samples), run.epochSeconds, run.batches, run.steps,
+                run.samples);
+    }
+
+    private static void finishStep(Run run, Step step, Model model) {
+        double loss = step.lossSum;
+        long samples = step.samples();
+        step.update(model);
+        run.steps++;
+        run.globalSteps++;
+        run.sinceCheckpoint++;
+        run.addStepLoss(loss / Math.max(1, samples));
+    }
+
+    /** The seed of a step's noise: the fit's seed mixed with the step number (SplitMix64's finaliser). */
+    int stepSeed(long step) {
+        long z = seed + 0x9E3779B97F4A7C15L * (step + 1);
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return (int) ((z ^ (z >>> 31)) & 0x7fffffff);
+    }
+
+    /** The fit's settings a checkpoint must share to be resumed (the model adds its own). */
+    java.util.Map<String, String> settings() {
+        java.util.Map<String, String> settings = new java.util.LinkedHashMap<>();
+        settings.put("trainer", task);
+        settings.put("seed", Long.toString(seed));
+        settings.put("gradient accumulation", Integer.toString(accumulation));
+        return settings;
+    }
+
+    /**
+     * Where a fit is: the epoch under way (from 1) and its sums so far, the steps over all epochs, the finished
+     * epochs and the loss of every step. A checkpoint saves it; a resumed fit starts from it.
+     */
+    static final class Run {
+        int epoch = 1;
+        double lossSum;
+        long batches;
+        long samples;
+        long steps;
+        double epochSeconds;
+        long globalSteps;
+        long sinceCheckpoint;
+        double secondsBefore;
+        final List<EpochStats> history = new ArrayList<>();
+        private double[] stepLosses = new double[64];
+        private int stepLossCount;
+
+        void nextEpoch() {
+            epoch++;
+            lossSum = 0;
+            batches = 0;
+            samples = 0;
+            steps = 0;
+            epochSeconds = 0;
+        }
+
+        void addStepLoss(double loss) {
+            if (stepLossCount == stepLosses.length) {
+                stepLosses = java.util.Arrays.copyOf(stepLosses, stepLosses.length * 2);
+            }
+            stepLosses[stepLossCount++] = loss;
+        }
+
+        double[] stepLosses() {
+            return java.util.Arrays.copyOf(stepLosses, stepLossCount);
+        }
+
+        void restoreStepLosses(double[] losses) {
+            stepLosses = java.util.Arrays.copyOf(losses, Math.max(64, losses.length));
+            stepLossCount = losses.length;
+        }
     }
 
     /**
@@ -185,6 +311,7 @@ final class Fit {
         private boolean collecting = true;
         private int batches;
         private long samples;
+        private double lossSum;
 
         private Step(NDManager parameters) {
             this.collector = engine().newGradientCollector();
@@ -243,6 +370,7 @@ final class Fit {
             try (NDManager micro = scope.newSubManager()) {
                 batchScope = micro;
                 double loss = model.backward(batch, this);
+                lossSum += loss;
                 batches++;
                 samples += batch.size();
                 return loss;

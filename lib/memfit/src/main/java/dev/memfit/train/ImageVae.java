@@ -14,13 +14,13 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.initializer.XavierInitializer;
-import ai.djl.training.optimizer.Optimizer;
-import ai.djl.training.tracker.Tracker;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A variational autoencoder on particle images (fully connected encoder and decoder, Gaussian latent of
@@ -98,27 +98,61 @@ public final class ImageVae implements Trainer {
             throw new IllegalArgumentException("the VAE was built for images of " + pixels + " pixels, the loader's have "
                     + size);
         }
-        Optimizer adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+        Map<String, NDArray> parameters = BlockTraining.parameters("encoder/", encoder, "decoder/", decoder);
+        DenseAdam adam = new DenseAdam(learningRate, parameters);
         // Each micro-batch contributes its share of the mean over k full batches, so k accumulated micro-batches
         // give the gradient of one batch k times larger (a short last group is divided as a full one, as a short
         // last batch is without accumulation).
         float share = 1f / (loop.accumulation() * (float) loader.batchSize());
-        return loop.run(loader, manager, new Fit.Model() {
-            @Override
-            public double backward(Batch batch, Fit.Step step) {
-                NDManager scope = step.batchScope();
-                NDArray x = standardise(batch.toNDArray(scope).toDevice(manager.getDevice(), false)
-                        .reshape(batch.size(), pixels));
-                NDArray perImage = losses(x, scope);
-                step.backward(perImage.sum().mul(share));
-                return perImage.sum().getFloat();
-            }
+        try {
+            return loop.run(loader, manager, new Fit.Model() {
+                @Override
+                public double backward(Batch batch, Fit.Step step) {
+                    NDManager scope = step.batchScope();
+                    NDArray x = standardise(batch.toNDArray(scope).toDevice(manager.getDevice(), false)
+                            .reshape(batch.size(), pixels));
+                    NDArray perImage = losses(x, scope);
+                    step.backward(perImage.sum().mul(share));
+                    return perImage.sum().getFloat();
+                }
 
-            @Override
-            public void update(Fit.Step step) {
-                BlockTraining.step(adam, step.scope(), 1f, encoder, decoder);
-            }
-        });
+                @Override
+                public void update(Fit.Step step) {
+                    BlockTraining.step(adam, step.scope(), 1f, parameters);
+                }
+
+                @Override
+                public Map<String, NDArray> stateArrays() {
+                    Map<String, NDArray> arrays = new LinkedHashMap<>();
+                    parameters.forEach((name, array) -> arrays.put("parameters/" + name, array));
+                    adam.state("adam/", arrays);
+                    return arrays;
+                }
+
+                @Override
+                public Map<String, Long> counters() {
+                    return Map.of("adam steps", adam.steps());
+                }
+
+                @Override
+                public void restoreCounters(Map<String, Long> counters) {
+                    adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
+                }
+
+                @Override
+                public Map<String, String> settings() {
+                    Map<String, String> settings = new LinkedHashMap<>();
+                    settings.put("latent dimension", Integer.toString(latent));
+                    settings.put("hidden units", Integer.toString(hidden));
+                    settings.put("beta", Float.toString(beta));
+                    settings.put("learning rate", Float.toString(learningRate));
+                    settings.put("pixels", Long.toString(pixels));
+                    return settings;
+                }
+            });
+        } finally {
+            adam.close();
+        }
     }
 
     /** The loss of each image: half the squared reconstruction error plus beta times the KL divergence. */

@@ -5,6 +5,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
 
+import java.util.Map;
+
 /**
  * Adam applied to selected rows of a large parameter, with per-row first and second moments and a global step
  * count for bias correction, as torch's {@code SparseAdam} does: rows not in a step keep their moments and values.
@@ -55,5 +57,34 @@ final class RowAdam {
         firstMoment.set(rows, newM);
         secondMoment.set(rows, newV);
         parameter.set(rows, current.sub(step));
+    }
+
+    /**
+     * The moments for a checkpoint: {@code <prefix>m} and {@code <prefix>v}.
+     *
+     * @param prefix put before every name
+     * @param into where to add them
+     */
+    void state(String prefix, Map<String, NDArray> into) {
+        into.put(prefix + "m", firstMoment);
+        into.put(prefix + "v", secondMoment);
+    }
+
+    /**
+     * The steps taken, for the bias correction.
+     *
+     * @return steps
+     */
+    long steps() {
+        return steps;
+    }
+
+    /**
+     * Continues from a checkpoint's step count (the moments are restored in place through {@link #state}).
+     *
+     * @param count steps taken before
+     */
+    void restoreSteps(long count) {
+        this.steps = count;
     }
 }

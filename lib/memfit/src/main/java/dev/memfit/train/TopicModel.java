@@ -7,8 +7,6 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.training.optimizer.Optimizer;
-import ai.djl.training.tracker.Tracker;
 import dev.memfit.DType;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
@@ -17,7 +15,9 @@ import dev.memfit.source.ArraySource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
@@ -110,7 +110,8 @@ public final class TopicModel implements Trainer {
             if (!sparseDocumentUpdates) {
                 docLogits.setRequiresGradient(true);
             }
-            FitResult result = loop.run(loader, manager, new Training(manager, docLogits, topicLogits));
+            Training training = new Training(manager, docLogits, topicLogits);
+            FitResult result = loop.run(loader, manager, training);
             documentTopics = toSource(docLogits, CHUNK_VALUES);
             topicTerms = toRows(topicLogits.softmax(1));
             return result;
@@ -196,7 +197,7 @@ public final class TopicModel implements Trainer {
     private final class Training implements Fit.Model {
         private final NDArray docLogits;
         private final NDArray topicLogits;
-        private final Optimizer adam;
+        private final DenseAdam adam;
         private final RowAdam rowAdam;
         private final List<NDArray> rowIds = new ArrayList<>();
         private final List<NDArray> rows = new ArrayList<>();
@@ -204,7 +205,12 @@ public final class TopicModel implements Trainer {
         Training(NDManager manager, NDArray docLogits, NDArray topicLogits) {
             this.docLogits = docLogits;
             this.topicLogits = topicLogits;
-            this.adam = Optimizer.adam().optLearningRateTracker(Tracker.fixed(learningRate)).build();
+            Map<String, NDArray> dense = new LinkedHashMap<>();
+            dense.put("topicTerms", topicLogits);
+            if (!sparseDocumentUpdates) {
+                dense.put("documentTopics", docLogits);
+            }
+            this.adam = new DenseAdam(learningRate, dense);
             this.rowAdam = sparseDocumentUpdates ? new RowAdam(manager, docLogits.getShape(), learningRate) : null;
         }
 
@@ -242,6 +248,7 @@ public final class TopicModel implements Trainer {
             NDManager scope = step.scope();
             NDArray topicGrad = topicLogits.getGradient();
             topicGrad.attach(scope);
+            adam.beginStep();
             adam.update("topicTerms", topicLogits, topicGrad);
             if (sparseDocumentUpdates) {
                 NDList grads = new NDList();
@@ -261,6 +268,46 @@ public final class TopicModel implements Trainer {
                 docGrad.attach(scope);
                 adam.update("documentTopics", docLogits, docGrad);
             }
+        }
+
+        @Override
+        public Map<String, NDArray> stateArrays() {
+            Map<String, NDArray> arrays = new LinkedHashMap<>();
+            arrays.put("parameters/topicTerms", topicLogits);
+            arrays.put("parameters/documentTopics", docLogits);
+            adam.state("adam/", arrays);
+            if (rowAdam != null) {
+                rowAdam.state("rowAdam/documentTopics/", arrays);
+            }
+            return arrays;
+        }
+
+        @Override
+        public Map<String, Long> counters() {
+            Map<String, Long> counters = new LinkedHashMap<>();
+            counters.put("adam steps", adam.steps());
+            if (rowAdam != null) {
+                counters.put("row adam steps", rowAdam.steps());
+            }
+            return counters;
+        }
+
+        @Override
+        public void restoreCounters(Map<String, Long> counters) {
+            adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
+            if (rowAdam != null) {
+                rowAdam.restoreSteps(counters.getOrDefault("row adam steps", 0L));
+            }
+        }
+
+        @Override
+        public Map<String, String> settings() {
+            Map<String, String> settings = new LinkedHashMap<>();
+            settings.put("topics", Integer.toString(topics));
+            settings.put("learning rate", Float.toString(learningRate));
+            settings.put("document updates", sparseDocumentUpdates ? "sparse (row Adam)" : "dense");
+            settings.put("documents x terms", docLogits.getShape().get(0) + " x " + topicLogits.getShape().get(1));
+            return settings;
         }
     }
 

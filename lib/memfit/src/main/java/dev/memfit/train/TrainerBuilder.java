@@ -23,6 +23,7 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     ProgressListener progress = ProgressListener.console();
     EpochListener epochListener = stats -> { };
     Predicate<? super EpochStats> stopWhen = stats -> false;
+    Checkpoints checkpoints;
 
     TrainerBuilder(int defaultEpochs, float defaultLearningRate) {
         this.epochs = defaultEpochs;
@@ -127,6 +128,19 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         return self();
     }
 
+    /**
+     * Saves checkpoints as the policy says, and resumes from the newest valid one in its folder when {@code fit}
+     * starts (default: none), e.g. {@code Checkpoints.every(500).keep(3).dir(Path.of("runs/vae"))}. The loader given
+     * to {@code fit} must not have started an epoch yet, so that it can continue where the checkpoint left off.
+     *
+     * @param policy when, where and how many
+     * @return this builder
+     */
+    public B optCheckpoints(Checkpoints policy) {
+        this.checkpoints = Objects.requireNonNull(policy, "policy");
+        return self();
+    }
+
     /** Checks the shared settings; each builder checks its own after these. */
     void validate() {
         if (epochs < 1) {
@@ -137,6 +151,9 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         }
         if (accumulation < 1) {
             throw new IllegalArgumentException("optGradientAccumulation(k) needs k >= 1 micro-batch, got " + accumulation);
+        }
+        if (checkpoints != null) {
+            checkpoints.validate();
         }
     }
 }
