@@ -19,7 +19,7 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
-        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchLazy.class, BenchCommand.H5ad.class,
+        subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchCommand.Checkpoints.class, BenchLazy.class, BenchCommand.H5ad.class,
                 BenchCommand.Conversion.class, BenchCommand.Shards.class})
 final class BenchCommand implements Runnable {
 
@@ -151,6 +151,61 @@ final class BenchCommand implements Runnable {
                 loss.append(round(row.finalLoss(), 3));
             }
             table.addColumns(method, batch, first, later, loss);
+            System.out.println(table.printAll());
+            return 0;
+        }
+    }
+
+    @Command(name = "checkpoints", mixinStandardHelpOptions = true,
+            description = "What a topic-model checkpoint costs as the data grows: size, write and resume seconds, "
+                    + "beside torch.save of the same arrays.")
+    static final class Checkpoints implements Callable<Integer> {
+        @Option(names = "--documents", defaultValue = "20000,200000", split = ",")
+        private List<Integer> documents;
+        @Option(names = "--terms", defaultValue = "500")
+        private int terms;
+        @Option(names = "--topics", defaultValue = "20")
+        private int topics;
+        @Option(names = "--batch", defaultValue = "256")
+        private int batch;
+        @Option(names = "--per-epoch", defaultValue = "4", description = "checkpoints during the measured epoch")
+        private int perEpoch;
+        @Option(names = "--threads", defaultValue = "1", description = "PyTorch compute threads (default ${DEFAULT-VALUE})")
+        private int threads;
+        @Option(names = "--no-baseline", description = "skip torch.save")
+        private boolean noBaseline;
+
+        @Override
+        public Integer call() throws Exception {
+            System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
+            System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
+            List<dev.memfit.bench.CheckpointBenchmark.Row> rows = dev.memfit.bench.CheckpointBenchmark.run(
+                    new dev.memfit.bench.CheckpointBenchmark.Settings(Path.of("build", "bench"), documents, terms, topics,
+                            batch, perEpoch, !noBaseline));
+            Table table = Table.create("Topic model checkpoints, m=" + terms + " k=" + topics + ", batch " + batch + ", "
+                    + threads + " thread(s), CPU; sparse document updates (parameters + Adam moments)");
+            IntColumn n = IntColumn.create("documents");
+            DoubleColumn mib = DoubleColumn.create("checkpoint MiB");
+            DoubleColumn write = DoubleColumn.create("write s");
+            DoubleColumn speed = DoubleColumn.create("MiB/s");
+            DoubleColumn torch = DoubleColumn.create("torch.save s");
+            DoubleColumn ratio = DoubleColumn.create("memfit / torch.save");
+            DoubleColumn step = DoubleColumn.create("s/step");
+            DoubleColumn onePercent = DoubleColumn.create("steps for 1% overhead");
+            DoubleColumn resume = DoubleColumn.create("resume s");
+            for (dev.memfit.bench.CheckpointBenchmark.Row row : rows) {
+                double size = row.bytes() / (1024.0 * 1024.0);
+                n.append(row.documents());
+                mib.append(round(size, 2));
+                write.append(round(row.writeSeconds(), 3));
+                speed.append(round(size / row.writeSeconds(), 0));
+                torch.append(round(row.torchWriteSeconds(), 3));
+                ratio.append(round(row.writeSeconds() / row.torchWriteSeconds(), 2));
+                step.append(round(row.stepSeconds(), 4));
+                onePercent.append(round(row.stepsForOnePercent(), 0));
+                resume.append(round(row.resumeSeconds(), 3));
+            }
+            table.addColumns(n, mib, write, speed, torch, ratio, step, onePercent, resume);
             System.out.println(table.printAll());
             return 0;
         }
