@@ -8,6 +8,7 @@ import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderState;
+import dev.memfit.io.storage.OutputLock;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -25,7 +26,7 @@ import java.util.Objects;
  * The checkpoints of one fit: finds and restores the newest valid one before the first step, writes new ones when
  * the policy says, prunes old ones, and counts what they cost.
  */
-final class Checkpointing {
+final class Checkpointing implements AutoCloseable {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -42,6 +43,7 @@ final class Checkpointing {
     private int written;
     private double seconds;
     private long lastBytes;
+    private OutputLock lock;
 
     Checkpointing(Checkpoints policy, String task, Fit fit, ProgressListener progress) {
         this.policy = policy;
@@ -78,11 +80,8 @@ final class Checkpointing {
             throw new IllegalStateException(task + " has no state to checkpoint");
         }
         Path dir = policy.dir();
-        try {
-            Files.createDirectories(dir);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot create the checkpoint folder " + dir, e);
-        }
+        // one fit per folder at a time; taking the lock also removes the temporary files of a killed write
+        lock = OutputLock.acquireFolder(dir);
         if (!policy.resumes()) {
             startingOver = true;
             return;
@@ -228,6 +227,15 @@ final class Checkpointing {
     void finish(Fit.Run run, Loader loader, Fit.Model model) {
         if (run.sinceCheckpoint > 0) {
             save(run, loader, model);
+        }
+    }
+
+    /** Releases the folder for the next fit. */
+    @Override
+    public void close() {
+        if (lock != null) {
+            lock.close();
+            lock = null;
         }
     }
 

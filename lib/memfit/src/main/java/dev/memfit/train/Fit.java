@@ -156,30 +156,38 @@ final class Fit {
         seed();
         Run run = new Run();
         Checkpointing saver = checkpoints == null ? null : new Checkpointing(checkpoints, task, this, progress);
-        if (saver != null) {
-            saver.resume(run, loader, model);
-        }
-        long start = System.nanoTime();
-        try (ProgressListener.Task bar = progress.start(task, epochs * loader.batchesPerEpoch(), "batches")) {
-            bar.step(Math.min(epochs * loader.batchesPerEpoch(), (run.epoch - 1) * loader.batchesPerEpoch() + run.batches));
-            while (run.epoch <= epochs && !(run.batches == 0 && !run.history.isEmpty()
-                    && stopWhen.test(run.history.getLast()))) {
-                EpochStats stats = epoch(run, loader, parameters, model, target, bar, saver);
-                run.history.add(stats);
-                run.nextEpoch();
-                bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()));
-                epochListener.onEpoch(stats);
-                if (saver != null && saver.due(run)) {
-                    saver.save(run, loader, model);
+        try {
+            if (saver != null) {
+                saver.resume(run, loader, model);
+            }
+            long start = System.nanoTime();
+            long total = epochs * loader.batchesPerEpoch();
+            try (ProgressListener.Task bar = progress.start(task, total, "batches")) {
+                bar.step(Math.min(total, (run.epoch - 1) * loader.batchesPerEpoch() + run.batches));
+                // a resumed run that had stopped early (optStopWhen) stays stopped
+                while (run.epoch <= epochs && !(run.batches == 0 && !run.history.isEmpty()
+                        && stopWhen.test(run.history.getLast()))) {
+                    EpochStats stats = epoch(run, loader, parameters, model, target, bar, saver);
+                    run.history.add(stats);
+                    run.nextEpoch();
+                    bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()));
+                    epochListener.onEpoch(stats);
+                    if (saver != null && saver.due(run)) {
+                        saver.save(run, loader, model);
+                    }
+                }
+                if (saver != null) {
+                    saver.finish(run, loader, model);
                 }
             }
+            double seconds = run.secondsBefore + (System.nanoTime() - start) / 1e9;
+            return new FitResult(run.history, seconds, target, run.stepLosses(),
+                    saver == null ? FitResult.CheckpointReport.NONE : saver.report());
+        } finally {
             if (saver != null) {
-                saver.finish(run, loader, model);
+                saver.close();
             }
         }
-        double seconds = run.secondsBefore + (System.nanoTime() - start) / 1e9;
-        return new FitResult(run.history, seconds, target, run.stepLosses(),
-                saver == null ? FitResult.CheckpointReport.NONE : saver.report());
     }
 
     private EpochStats epoch(Run run, Loader loader, NDManager parameters, Model model, Device target,

@@ -292,6 +292,31 @@ class CheckpointTest {
         }
     }
 
+    @Test
+    void oneFitAtATimeWritesAFolder(@TempDir Path dir) throws Exception {
+        java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        ProgressListener held = (task, total, unit) -> steps -> {
+            running.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        Checkpoints policy = Checkpoints.every(5).dir(dir);
+        java.util.concurrent.CompletableFuture<TopicRun> first = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> fitTopics(topics(true).optEpochs(1).optCheckpoints(policy).optProgress(held)));
+        running.await();
+        MemfitException second = assertThrows(MemfitException.class,
+                () -> fitTopics(topics(true).optEpochs(1).optCheckpoints(policy)));
+        assertTrue(second.getMessage().contains(dir.toString()), second.getMessage());
+        release.countDown();
+        assertEquals(10, first.get().fit().stepLosses().length);
+        // released at the end of the first fit: the next one resumes from its final checkpoint
+        assertEquals(10, fitTopics(topics(true).optEpochs(1).optCheckpoints(policy)).fit().checkpoints().resumedAtStep());
+    }
+
     private static ProgressListener noting(List<String> notes) {
         return new ProgressListener() {
             @Override
