@@ -166,14 +166,15 @@ public final class Loader implements AutoCloseable {
     /**
      * Continues from a saved state: the next {@link #epoch(long)} must be the saved epoch, and it starts at the batch
      * after the last one handed out, with the same batches an uninterrupted run would have produced (the order is a
-     * function of the seed and the epoch, so nothing is replayed).
+     * function of the seed and the epoch: a random-access loader skips to the batch).
+     *
+     * <p>An {@code .h5ad} stream resumes inside an epoch too: it replays the epoch's chunk order and shuffle-buffer
+     * draws on cell indices (no reads) up to the saved batch, then reads what its buffer holds at that point.
      *
      * @param state a state from {@link #state()} of a loader over the same data with the same settings
      * @return this loader
      * @throws MemfitException when an epoch has already been started (a state loaded after iterating would be ignored
-     *                         by the running epoch, so it is refused), when the data or settings differ (named), or
-     *                         when the state is inside an epoch and this loader (an {@code .h5ad} stream) resumes only
-     *                         at epoch starts
+     *                         by the running epoch, so it is refused), or when the data or settings differ (named)
      */
     public synchronized Loader resumeFrom(LoaderState state) {
         if (closedState != null) {
@@ -193,12 +194,6 @@ public final class Loader implements AutoCloseable {
         if (state.batchesDone() > batches) {
             throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch()
                     + ", but an epoch has " + batches + " batches");
-        }
-        if (state.batchesDone() > 0 && state.batchesDone() < batches && !pipeline.resumesMidEpoch()) {
-            throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch() + ", but "
-                    + pipeline.describe() + " resumes only at the start of an epoch (its shuffle buffer's contents depend on "
-                    + "every chunk read before); convert to shards (./memfit shard) to resume at any batch, or save states "
-                    + "at epoch ends");
         }
         // a finished epoch (batchesDone == batches) continues with an empty epoch(state.epoch()) or with the next
         resume = state;
@@ -318,9 +313,6 @@ public final class Loader implements AutoCloseable {
         String orderSettings();
 
         boolean dropLast();
-
-        /** Whether an epoch can start at any batch ({@link #start}), or only at its first. */
-        boolean resumesMidEpoch();
 
         /**
          * Starts an epoch at one of its batches; the loader has abandoned the previous one already.

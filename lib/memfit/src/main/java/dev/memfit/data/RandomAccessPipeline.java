@@ -134,11 +134,6 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     @Override
-    public boolean resumesMidEpoch() {
-        return true;
-    }
-
-    @Override
     public Loader.Epoch start(long epoch, long firstBatch) {
         return new EpochIterator(epoch, firstBatch);
     }

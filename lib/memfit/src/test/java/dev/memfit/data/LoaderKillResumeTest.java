@@ -66,6 +66,11 @@ class LoaderKillResumeTest {
         killedAndResumedMatchesUninterrupted("shards", 2);
     }
 
+    @Test
+    void anH5adStreamKilledInsideEpochsAndResumedYieldsTheUninterruptedBatches() throws Exception {
+        killedAndResumedMatchesUninterrupted("h5ad", 3);
+    }
+
     /** One child run: where it stopped (planned pause, or a kill after some lines) and the log it wrote. */
     private record Kill(long pauseAt, String phase, int linesThenKill) {
     }
