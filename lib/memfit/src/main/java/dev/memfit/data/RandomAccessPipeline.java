@@ -129,6 +129,16 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     @Override
+    public int rank() {
+        return sampler.rank();
+    }
+
+    @Override
+    public int worldSize() {
+        return sampler.worldSize();
+    }
+
+    @Override
     public boolean dropLast() {
         return dropLast;
     }
