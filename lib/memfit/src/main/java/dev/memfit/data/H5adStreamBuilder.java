@@ -156,8 +156,9 @@ public final class H5adStreamBuilder implements Loader.Builder {
     }
 
     /**
-     * Continues a run from a saved state at an epoch boundary (a stream cannot start inside an epoch: the first
-     * {@code epoch(...)} of a state saved mid-epoch is refused, naming shards as the way to resume anywhere).
+     * Continues a run from a saved state (see {@link Loader#resumeFrom(LoaderState)}), at any batch: inside an epoch
+     * the stream replays the chunk order and the shuffle buffer's draws on cell indices, without reading, up to the
+     * saved batch, then reads the cells its buffer holds there; the batches after it are an uninterrupted run's.
      *
      * @param state the state from {@link Loader#state()}, for the same file and settings
      * @return this builder

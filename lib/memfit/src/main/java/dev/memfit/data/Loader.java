@@ -160,20 +160,27 @@ public final class Loader implements AutoCloseable {
             done = resume.batchesDone();
         }
         return new LoaderState(pipeline.fingerprint(), pipeline.samples(), pipeline.orderSettings(), pipeline.batchSize(),
-                pipeline.dropLast(), epoch, done);
+                pipeline.dropLast(), epoch, done, pipeline.rank(), pipeline.worldSize());
     }
 
     /**
      * Continues from a saved state: the next {@link #epoch(long)} must be the saved epoch, and it starts at the batch
      * after the last one handed out, with the same batches an uninterrupted run would have produced (the order is a
-     * function of the seed and the epoch, so nothing is replayed).
+     * function of the seed and the epoch: a random-access loader skips to the batch).
+     *
+     * <p>A data-parallel job ({@link dev.memfit.sample.DistributedShardSampler}) may resume with another world size
+     * (and so rank) at an epoch boundary, a state with {@code batchesDone} 0 (as {@link #state()} saves a finished
+     * epoch): the next epoch is simply partitioned for the new world. Inside an epoch the rank's remaining samples
+     * depend on the partition, so there another world size or rank is refused, naming both.
+     *
+     * <p>An {@code .h5ad} stream resumes inside an epoch too: it replays the epoch's chunk order and shuffle-buffer
+     * draws on cell indices (no reads) up to the saved batch, then reads what its buffer holds at that point.
      *
      * @param state a state from {@link #state()} of a loader over the same data with the same settings
      * @return this loader
      * @throws MemfitException when an epoch has already been started (a state loaded after iterating would be ignored
      *                         by the running epoch, so it is refused), when the data or settings differ (named), or
-     *                         when the state is inside an epoch and this loader (an {@code .h5ad} stream) resumes only
-     *                         at epoch starts
+     *                         when the world size or rank differ inside an epoch
      */
     public synchronized Loader resumeFrom(LoaderState state) {
         if (closedState != null) {
@@ -189,16 +196,17 @@ public final class Loader implements AutoCloseable {
             throw new MemfitException("cannot resume from a state saved with other data or settings: "
                     + String.join("; ", differences));
         }
+        java.util.List<String> partition = state.partitionDifferencesFrom(state());
+        if (!partition.isEmpty() && state.batchesDone() > 0) {
+            throw new MemfitException("cannot resume inside epoch " + state.epoch() + " (at batch " + state.batchesDone()
+                    + ") with another partition of the job: " + String.join("; ", partition) + "; a rank's samples inside "
+                    + "an epoch depend on the partition, so resume from a state saved at an epoch boundary (batch 0), "
+                    + "where the next epoch is partitioned for the new world, or with the saved rank and world size");
+        }
         long batches = pipeline.batchesPerEpoch();
         if (state.batchesDone() > batches) {
             throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch()
                     + ", but an epoch has " + batches + " batches");
-        }
-        if (state.batchesDone() > 0 && state.batchesDone() < batches && !pipeline.resumesMidEpoch()) {
-            throw new MemfitException("saved state is at batch " + state.batchesDone() + " of epoch " + state.epoch() + ", but "
-                    + pipeline.describe() + " resumes only at the start of an epoch (its shuffle buffer's contents depend on "
-                    + "every chunk read before); convert to shards (./memfit shard) to resume at any batch, or save states "
-                    + "at epoch ends");
         }
         // a finished epoch (batchesDone == batches) continues with an empty epoch(state.epoch()) or with the next
         resume = state;
@@ -317,10 +325,17 @@ public final class Loader implements AutoCloseable {
         /** The settings that fix the order: the sampler's, or the stream's chunking, buffer and seed. */
         String orderSettings();
 
-        boolean dropLast();
+        /** The rank of a data-parallel job this reads for (0: none). */
+        default int rank() {
+            return 0;
+        }
 
-        /** Whether an epoch can start at any batch ({@link #start}), or only at its first. */
-        boolean resumesMidEpoch();
+        /** The ranks of that job (1: none). */
+        default int worldSize() {
+            return 1;
+        }
+
+        boolean dropLast();
 
         /**
          * Starts an epoch at one of its batches; the loader has abandoned the previous one already.

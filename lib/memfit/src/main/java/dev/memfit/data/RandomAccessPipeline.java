@@ -129,13 +129,18 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     @Override
-    public boolean dropLast() {
-        return dropLast;
+    public int rank() {
+        return sampler.rank();
     }
 
     @Override
-    public boolean resumesMidEpoch() {
-        return true;
+    public int worldSize() {
+        return sampler.worldSize();
+    }
+
+    @Override
+    public boolean dropLast() {
+        return dropLast;
     }
 
     @Override

@@ -182,10 +182,21 @@ public final class DistributedShardSampler implements Sampler {
         }
     }
 
+    /** The shards and the seed; rank and world size apart ({@link #rank()}, {@link #worldSize()}). */
     @Override
     public String settings() {
-        return "DistributedShardSampler[rank " + rank + " of " + worldSize + ", " + shardSizes.length + " shards of " + total
-                + " samples (sizes hash " + java.util.Arrays.hashCode(shardSizes) + "), seed " + seed + "]";
+        return "DistributedShardSampler[" + shardSizes.length + " shards of " + total + " samples (sizes hash "
+                + java.util.Arrays.hashCode(shardSizes) + "), seed " + seed + "]";
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int worldSize() {
+        return worldSize;
     }
 
     @Override

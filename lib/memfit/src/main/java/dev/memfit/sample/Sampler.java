@@ -44,11 +44,31 @@ public interface Sampler {
 
     /**
      * The settings that fix this sampler's order (kind, size, seed and the like), compared when a loader resumes
-     * from a saved state so that a changed order is refused instead of silently mixing two orders.
+     * from a saved state so that a changed order is refused instead of silently mixing two orders. Rank and world
+     * size are not part of it ({@link #rank()}, {@link #worldSize()}).
      *
      * @return a one-line description of every setting the order depends on
      */
     default String settings() {
         return toString();
+    }
+
+    /**
+     * This process's rank in a data-parallel job whose ranks share the samples ({@link DistributedShardSampler}).
+     *
+     * @return the rank; 0 for a sampler that serves one process
+     */
+    default int rank() {
+        return 0;
+    }
+
+    /**
+     * The ranks that share the samples: with {@link #rank()}, the partition a loader's state records apart from
+     * {@link #settings()}, since a job may restart with another world size at an epoch boundary.
+     *
+     * @return the world size; 1 for a sampler that serves one process
+     */
+    default int worldSize() {
+        return 1;
     }
 }

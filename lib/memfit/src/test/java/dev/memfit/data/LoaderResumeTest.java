@@ -258,17 +258,18 @@ class LoaderResumeTest {
     }
 
     @Test
-    void aStreamResumesAtEpochBoundariesAndRefusesMidEpoch() {
+    void aStreamResumesAtEpochBoundariesAndInsideAnEpoch() {
         Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(dir.resolve("atlas.h5ad")).optBatchSize(50).optChunkSize(100)
                 .optShuffle(4);
+        List<Seen> firstEpoch = new ArrayList<>();
         List<Seen> secondEpoch = new ArrayList<>();
         LoaderState boundary;
         LoaderState middle;
         try (Loader loader = stream.get().build()) {
             var batches = loader.epoch(0).iterator();
-            batches.next();
+            firstEpoch.add(seen(batches.next()));
             middle = loader.state();
-            batches.forEachRemaining(b -> { });
+            batches.forEachRemaining(b -> firstEpoch.add(seen(b)));
             boundary = loader.state();
             for (Batch batch : loader.epoch(1)) {
                 secondEpoch.add(seen(batch));
@@ -283,9 +284,14 @@ class LoaderResumeTest {
             }
         }
         assertEquals(secondEpoch, resumed, "a stream resumed at an epoch boundary yields the same epoch");
-        // refused when the state is given, not at the first epoch (where a caught error would lose the position)
-        MemfitException e = assertThrows(MemfitException.class, () -> stream.get().optResumeFrom(middle).build());
-        assertTrue(e.getMessage().contains("resumes only at the start of an epoch") && e.getMessage().contains("shards"), e.getMessage());
+        assertEquals(1, middle.batchesDone());
+        List<Seen> rest = new ArrayList<>();
+        try (Loader loader = stream.get().optResumeFrom(middle).build()) {
+            for (Batch batch : loader.epoch(0)) {
+                rest.add(seen(batch));
+            }
+        }
+        assertEquals(firstEpoch.subList(1, firstEpoch.size()), rest, "a stream resumed inside an epoch yields the rest of it");
     }
 
     @Test
@@ -318,10 +324,75 @@ class LoaderResumeTest {
         }
     }
 
+    private static Supplier<LoaderBuilder> distributed(int rank, int worldSize) {
+        long[] shardSizes = {300, 300, 300, 103};
+        return () -> Datasets.npy(dir.resolve("x.npy")).mapped().optBatchSize(16).optSampler(DistributedShardSampler.builder()
+                .setShardSizes(shardSizes).optRank(rank).optWorldSize(worldSize).optSeed(9).build());
+    }
+
+    @Test
+    void anotherWorldSizeIsAcceptedAtAnEpochBoundaryAndPartitionsTheNextEpochForTheNewWorld() {
+        LoaderState boundary;
+        try (Loader loader = distributed(1, 4).get().build()) {
+            for (Batch batch : loader.epoch(0)) {
+                batch.number();
+            }
+            boundary = loader.state();
+        }
+        assertEquals(List.of(1L, 0L, 1L, 4L), List.of(boundary.epoch(), boundary.batchesDone(), (long) boundary.rank(),
+                (long) boundary.worldSize()));
+        // the job restarts with 2 ranks: rank 0 resumes from rank 1's saved state of the 4-rank job
+        LoaderState restored = LoaderState.fromJson(boundary.toJson());
+        List<Seen> fresh = run(distributed(0, 2), 1, 2);
+        List<Seen> resumed = new ArrayList<>();
+        try (Loader loader = distributed(0, 2).get().optResumeFrom(restored).build()) {
+            for (Batch batch : loader.epoch(1)) {
+                resumed.add(seen(batch));
+            }
+            assertEquals(2, loader.state().worldSize(), "the state now records the new world");
+            assertEquals(0, loader.state().rank());
+        }
+        assertEquals(fresh, resumed, "epoch 1 as rank 0 of 2 reads it");
+        // the same state with the saved world size resumes as before
+        try (Loader loader = distributed(1, 4).get().optResumeFrom(restored).build()) {
+            assertEquals(run(distributed(1, 4), 1, 2).getFirst(), seen(loader.epoch(1).iterator().next()));
+        }
+    }
+
+    @Test
+    void anotherWorldSizeOrRankIsRefusedInsideAnEpochNamingBoth() {
+        LoaderState middle;
+        try (Loader loader = distributed(1, 4).get().build()) {
+            var batches = loader.epoch(0).iterator();
+            batches.next();
+            batches.next();
+            middle = loader.state();
+        }
+        MemfitException world = assertThrows(MemfitException.class, () -> distributed(0, 2).get().optResumeFrom(middle).build());
+        assertTrue(world.getMessage().contains("world size: 4 saved, 2 now") && world.getMessage().contains("rank: 1 saved, 0 now")
+                && world.getMessage().contains("epoch boundary"), world.getMessage());
+        MemfitException rank = assertThrows(MemfitException.class, () -> distributed(2, 4).get().optResumeFrom(middle).build());
+        assertTrue(rank.getMessage().contains("rank: 1 saved, 2 now") && !rank.getMessage().contains("world size:"),
+                rank.getMessage());
+        // the saved partition resumes inside the epoch
+        try (Loader loader = distributed(1, 4).get().optResumeFrom(middle).build()) {
+            assertEquals(2, loader.epoch(0).iterator().next().number());
+        }
+    }
+
     @Test
     void stateRoundTripsThroughJsonAndRejectsNonsense() {
         LoaderState state = new LoaderState("x.npy (header)", 10, "ShuffledSampler[10, seed 1]", 4, false, 3, 2);
         assertEquals(state, LoaderState.fromJson(state.toJson()));
+        LoaderState ranked = new LoaderState("x.npy (header)", 10, "DistributedShardSampler[...]", 4, true, 3, 2, 3, 8);
+        assertEquals(ranked, LoaderState.fromJson(ranked.toJson()));
+        // written before rank and world size were saved: rank 0 of 1
+        LoaderState older = LoaderState.fromJson("""
+                {"source":"x.npy (header)","samples":10,"sampler":"ShuffledSampler[10, seed 1]","batchSize":4,
+                 "dropLast":false,"epoch":3,"batchesDone":2}""");
+        assertEquals(state, older);
+        assertEquals(List.of(0, 1), List.of(older.rank(), older.worldSize()));
+        assertThrows(MemfitException.class, () -> new LoaderState("s", 10, "t", 4, false, 0, 0, 2, 2));
         assertThrows(MemfitException.class, () -> LoaderState.fromJson("{\"epoch\": 1}"));
         assertThrows(MemfitException.class, () -> new LoaderState("s", 10, "t", 0, false, 0, 0));
     }
