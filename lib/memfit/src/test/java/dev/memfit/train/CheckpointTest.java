@@ -292,6 +292,49 @@ class CheckpointTest {
         }
     }
 
+    /**
+     * A classifier fed by an {@code .h5ad} stream (anndata's defaults, and gzip-compressed X) crashes inside an epoch:
+     * the stream resumes inside it (its shuffle buffer replayed on indices) and the fit ends as the uninterrupted one.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "compression {0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"None", "'gzip'"})
+    void aClassifierOnAnH5adStreamResumesInsideAnEpoch(String compression, @TempDir Path dir) {
+        Path file = dir.resolve("cells.h5ad");
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, scipy.sparse as sp, anndata as ad
+                rng = np.random.default_rng(3)
+                types = rng.integers(0, 3, 700)
+                x = rng.poisson(1.0, (700, 30)).astype(np.float32)
+                for t in range(3):
+                    x[types == t, t * 5:(t + 1) * 5] += rng.poisson(6.0, ((types == t).sum(), 5))
+                ad.AnnData(sp.csr_matrix(x)).write_h5ad(sys.argv[1], compression=%s)
+                np.savetxt(sys.argv[1] + '.labels', types, fmt='%%d')
+                print('ok')
+                """.formatted(compression), file));
+        int[] labels;
+        try {
+            labels = Files.readAllLines(Path.of(file + ".labels")).stream().mapToInt(Integer::parseInt).toArray();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        Supplier<CellClassifier.Builder> classifier = () -> CellClassifier.builder().setClasses(3).setLabels(labels)
+                .optEpochs(3).optHidden(16).optLearningRate(0.01).optProgress(ProgressListener.silent());
+        Function<CellClassifier.Builder, FitResult> fit = builder -> {
+            try (CellClassifier model = builder.build();
+                 Loader stream = Datasets.h5ad(file).optChunkSize(100).optBufferCells(300).optBatchSize(32).optShuffle(2)
+                         .build()) {
+                return model.fit(stream);
+            }
+        };
+        FitResult straight = fit.apply(classifier.get());
+        assertEquals(3 * 22, straight.stepLosses().length, "22 batches an epoch");
+        Checkpoints policy = Checkpoints.every(5).dir(dir.resolve("runs"));
+        assertThrows(Crash.class, () -> fit.apply(classifier.get().optCheckpoints(policy).optProgress(crashAt(33))));
+        FitResult resumed = fit.apply(classifier.get().optCheckpoints(policy));
+        assertEquals(30, resumed.checkpoints().resumedAtStep(), "step 30: batch 8 of epoch 2, inside the epoch");
+        assertArrayEquals(straight.stepLosses(), resumed.stepLosses(), 0.0);
+    }
+
     @Test
     void oneFitAtATimeWritesAFolder(@TempDir Path dir) throws Exception {
         java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
