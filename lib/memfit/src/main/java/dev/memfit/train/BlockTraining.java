@@ -69,4 +69,36 @@ final class BlockTraining {
             optimizer.update(name, weight, gradient);
         });
     }
+
+    /**
+     * A block-based model's part of the loop that does not depend on the model: its parameters and their Adam, as a
+     * checkpoint saves and restores them ({@code parameters/<name>}, {@code adam/<name>/m|v}, the step count).
+     */
+    abstract static class Model implements Fit.Model {
+        private final Map<String, NDArray> parameters;
+        private final DenseAdam adam;
+
+        Model(Map<String, NDArray> parameters, DenseAdam adam) {
+            this.parameters = parameters;
+            this.adam = adam;
+        }
+
+        @Override
+        public Map<String, NDArray> stateArrays() {
+            Map<String, NDArray> arrays = new LinkedHashMap<>();
+            parameters.forEach((name, array) -> arrays.put("parameters/" + name, array));
+            adam.state("adam/", arrays);
+            return arrays;
+        }
+
+        @Override
+        public Map<String, Long> counters() {
+            return Map.of("adam steps", adam.steps());
+        }
+
+        @Override
+        public void restoreCounters(Map<String, Long> counters) {
+            adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
+        }
+    }
 }

@@ -101,7 +101,7 @@ public final class CellClassifier implements Trainer {
         long stepSamples = (long) accumulation * loader.batchSize();
         Device target = manager.getDevice();
         try {
-            return loop.run(loader, manager, new Fit.Model() {
+            return loop.run(loader, manager, new BlockTraining.Model(parameters, adam) {
                 @Override
                 public double backward(Batch batch, Fit.Step step) {
                     NDManager scope = step.batchScope();
@@ -127,24 +127,6 @@ public final class CellClassifier implements Trainer {
                     float scale = accumulation == 1 || step.samples() == stepSamples ? 1f
                             : stepSamples / (float) step.samples();
                     BlockTraining.step(adam, step.scope(), scale, parameters);
-                }
-
-                @Override
-                public Map<String, NDArray> stateArrays() {
-                    Map<String, NDArray> arrays = new LinkedHashMap<>();
-                    parameters.forEach((name, array) -> arrays.put("parameters/" + name, array));
-                    adam.state("adam/", arrays);
-                    return arrays;
-                }
-
-                @Override
-                public Map<String, Long> counters() {
-                    return Map.of("adam steps", adam.steps());
-                }
-
-                @Override
-                public void restoreCounters(Map<String, Long> counters) {
-                    adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
                 }
 
                 @Override

@@ -105,7 +105,7 @@ public final class ImageVae implements Trainer {
         // last batch is without accumulation).
         float share = 1f / (loop.accumulation() * (float) loader.batchSize());
         try {
-            return loop.run(loader, manager, new Fit.Model() {
+            return loop.run(loader, manager, new BlockTraining.Model(parameters, adam) {
                 @Override
                 public double backward(Batch batch, Fit.Step step) {
                     NDManager scope = step.batchScope();
@@ -119,24 +119,6 @@ public final class ImageVae implements Trainer {
                 @Override
                 public void update(Fit.Step step) {
                     BlockTraining.step(adam, step.scope(), 1f, parameters);
-                }
-
-                @Override
-                public Map<String, NDArray> stateArrays() {
-                    Map<String, NDArray> arrays = new LinkedHashMap<>();
-                    parameters.forEach((name, array) -> arrays.put("parameters/" + name, array));
-                    adam.state("adam/", arrays);
-                    return arrays;
-                }
-
-                @Override
-                public Map<String, Long> counters() {
-                    return Map.of("adam steps", adam.steps());
-                }
-
-                @Override
-                public void restoreCounters(Map<String, Long> counters) {
-                    adam.restoreSteps(counters.getOrDefault("adam steps", 0L));
                 }
 
                 @Override
