@@ -1,10 +1,8 @@
 package dev.memfit.sample;
 
 import dev.memfit.MemfitException;
-import org.apache.commons.rng.UniformRandomProvider;
-import org.apache.commons.rng.sampling.distribution.AliasMethodDiscreteSampler;
-import org.apache.commons.rng.sampling.distribution.SharedStateDiscreteSampler;
-import org.apache.commons.rng.simple.RandomSource;
+
+import java.util.Arrays;
 
 /**
  * Samples with replacement so that rare classes are seen as often as common ones, with a curriculum that blends
@@ -12,16 +10,22 @@ import org.apache.commons.rng.simple.RandomSource;
  *
  * <p>The weight of a sample of class c at epoch e is {@code (1 - a) + a * n / (C * count[c])} with
  * {@code a = min(1, e / warmupEpochs)}: both ends average 1 per sample, and fully weighted, every class is drawn
- * with probability 1/C. Each epoch draws {@code n} samples from an alias table seeded by (seed, epoch).
+ * with probability 1/C. Each epoch draws {@code n} samples.
  *
- * <p>The labels are one {@code int[]} and each epoch's draws one {@code long[]} (its {@link #order(long)} wraps
- * {@link #indices(long)}), so this sampler serves up to 2^31 - 9 samples; the draws are sequential from one
- * generator, which is what keeps an epoch reproducible.
+ * <p>Draws are computed by position: the draw at position p of epoch e comes from a hash of (seed, e, p) that picks
+ * a class from the epoch's class mix (a cumulative table of C entries) and then a member of that class uniformly,
+ * which gives every sample exactly its weight's probability. An epoch therefore costs O(C) memory however many
+ * samples it has ({@link #order(long)} reads any position directly, so a resumed loader skips without replaying),
+ * where an alias table and an array of draws would cost about 33 bytes per sample per epoch. What is kept is the
+ * labels and the samples grouped by class, 8 bytes per sample, once.
  */
 public final class WeightedSampler implements Sampler {
 
     private final int[] labels;
     private final long[] counts;
+    /** Sample indices grouped by class: those of class c are {@code byClass[starts[c] .. starts[c + 1])}. */
+    private final int[] byClass;
+    private final long[] starts;
     private final int classes;
     private final long seed;
     private final int warmupEpochs;
@@ -52,6 +56,15 @@ public final class WeightedSampler implements Sampler {
         this.counts = new long[classes];
         for (int label : labels) {
             counts[label]++;
+        }
+        this.starts = new long[classes + 1];
+        for (int c = 0; c < classes; c++) {
+            starts[c + 1] = starts[c] + counts[c];
+        }
+        this.byClass = new int[labels.length];
+        long[] next = Arrays.copyOf(starts, classes);
+        for (int i = 0; i < labels.length; i++) {
+            byClass[(int) next[labels[i]]++] = i;
         }
         this.seed = seed;
         this.warmupEpochs = warmupEpochs;
@@ -109,25 +122,62 @@ public final class WeightedSampler implements Sampler {
 
     @Override
     public long[] indices(long epoch) {
-        double a = blend(epoch);
-        double n = labels.length;
-        int present = nonEmptyClasses();
-        double[] weights = new double[labels.length];
-        for (int i = 0; i < weights.length; i++) {
-            weights[i] = (1 - a) + a * n / (present * (double) counts[labels[i]]);
+        return SampleOrder.toArray(order(epoch));
+    }
+
+    /**
+     * The draws of an epoch, each computed from its position.
+     *
+     * @param epoch the epoch
+     * @return the order, O(C) memory
+     */
+    @Override
+    public SampleOrder order(long epoch) {
+        double[] mix = expectedClassMix(epoch);
+        double[] cumulative = new double[classes];
+        double sum = 0;
+        for (int c = 0; c < classes; c++) {
+            sum += mix[c];
+            cumulative[c] = sum;
         }
-        UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(ShuffledSampler.random(seed, epoch).nextLong());
-        SharedStateDiscreteSampler draw = AliasMethodDiscreteSampler.of(rng, weights);
-        long[] order = new long[labels.length];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = draw.sample();
-        }
-        return order;
+        double total = sum;
+        long key = ShuffledSampler.random(seed, epoch).nextLong();
+        long length = labels.length;
+        return new SampleOrder() {
+            @Override
+            public long length() {
+                return length;
+            }
+
+            @Override
+            public long index(long position) {
+                java.util.Objects.checkIndex(position, length);
+                long first = mix(key + 0x9E3779B97F4A7C15L * (position + 1));
+                long second = mix(first ^ 0xD1B54A32D192ED03L);
+                double u = (first >>> 11) * 0x1.0p-53 * total;
+                // the class is the first whose cumulative share exceeds u (an empty class adds nothing, so is never it)
+                int c = Arrays.binarySearch(cumulative, u);
+                c = c >= 0 ? c + 1 : -c - 1;
+                while (c < classes - 1 && cumulative[c] <= u) {
+                    c++;
+                }
+                long member = Math.unsignedMultiplyHigh(second, counts[c]);
+                return byClass[(int) (starts[c] + member)];
+            }
+        };
+    }
+
+    /** SplitMix64's finaliser: a well-mixed 64-bit value from a counter. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
     }
 
     @Override
     public String settings() {
-        return toString().replace("]", ", seed " + seed + ", labels " + java.util.Arrays.hashCode(labels) + "]");
+        // "draws by position" marks this order; a state saved by the earlier alias-table order is refused, not mixed
+        return toString().replace("]", ", seed " + seed + ", labels " + Arrays.hashCode(labels) + ", draws by position]");
     }
 
     @Override

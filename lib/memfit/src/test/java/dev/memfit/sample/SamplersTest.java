@@ -55,6 +55,52 @@ class SamplersTest {
         assertThrows(MemfitException.class, () -> new WeightedSampler(new int[]{0, -1}, 1, 0));
     }
 
+    /**
+     * Each sample is drawn with probability weight / n: within a class every member equally often (chi-square over
+     * the members of each class), an empty class in the middle never, and any position of an epoch read on its own
+     * gives the draw the whole epoch has there.
+     */
+    @Test
+    void everySampleIsDrawnInProportionToItsWeightAndPositionsReadAlone() {
+        int[] labels = new int[600];
+        for (int i = 0; i < labels.length; i++) {
+            labels[i] = i < 500 ? 0 : i < 590 ? 2 : 3;          // class 1 has no samples
+        }
+        WeightedSampler sampler = new WeightedSampler(labels, 11, 0);
+        long[] hits = new long[labels.length];
+        int epochs = 200;
+        for (int epoch = 0; epoch < epochs; epoch++) {
+            for (long index : sampler.indices(epoch)) {
+                hits[(int) index]++;
+            }
+        }
+        double[] mix = sampler.expectedClassMix(0);
+        assertEquals(0.0, mix[1]);
+        long[] counts = sampler.classCounts();
+        for (int c : new int[]{0, 2, 3}) {
+            double expected = epochs * (double) labels.length * mix[c] / counts[c];
+            double chiSquare = 0;
+            long classHits = 0;
+            for (int i = 0; i < labels.length; i++) {
+                if (labels[i] == c) {
+                    chiSquare += Math.pow(hits[i] - expected, 2) / expected;
+                    classHits += hits[i];
+                }
+            }
+            long df = counts[c] - 1;
+            // mean df, standard deviation sqrt(2 df): 5 sigma either way
+            assertTrue(Math.abs(chiSquare - df) < 5 * Math.sqrt(2.0 * df) + 5, "class " + c + ": chi-square " + chiSquare
+                    + " with " + df + " degrees of freedom");
+            assertEquals(mix[c], classHits / (double) (epochs * labels.length), 0.01, "class " + c + " share");
+        }
+        SampleOrder order = sampler.order(7);
+        long[] whole = sampler.indices(7);
+        for (long position : new long[]{0, 1, 299, 598, 599}) {
+            assertEquals(whole[(int) position], order.index(position), "position " + position);
+        }
+        assertTrue(sampler.settings().contains("draws by position"), sampler.settings());
+    }
+
     private static void checkPartition(long[] shards, int world, long seed, long epoch) {
         long total = Arrays.stream(shards).sum();
         Set<Long> union = new HashSet<>();
