@@ -2,6 +2,7 @@
 
 Run with: /usr/bin/python3 -m unittest discover -s environment/tests (./memfit test does).
 """
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +27,28 @@ def notebook_with(*texts, kind="stream"):
             output = new_output("execute_result", data={"text/plain": text}, execution_count=1)
         cells.append(new_code_cell("x", outputs=[output]))
     return new_notebook(cells=cells)
+
+
+class CommittedNotebooksTest(unittest.TestCase):
+    """The notebooks as committed: valid nbformat 4.5 (cell ids, which newer nbformat requires), without outputs."""
+
+    def test_every_notebook_validates_with_unique_cell_ids_and_no_outputs(self):
+        folder = Path(__file__).resolve().parents[2] / "notebooks"
+        notebooks = sorted(folder.glob("*.ipynb"))
+        self.assertGreaterEqual(len(notebooks), 10)
+        for path in notebooks:
+            with self.subTest(notebook=path.name):
+                # the raw JSON: nbformat.read adds missing ids on its own, which would hide them
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                self.assertEqual((4, 5), (raw["nbformat"], raw["nbformat_minor"]))
+                ids = [cell.get("id") for cell in raw["cells"]]
+                self.assertNotIn(None, ids, "a cell without an id")
+                self.assertEqual(len(ids), len(set(ids)), "cell ids repeat")
+                notebook = nbformat.read(path, as_version=4)
+                nbformat.validate(notebook)
+                for cell in notebook.cells:
+                    if cell.cell_type == "code":
+                        self.assertEqual([], cell.outputs, "committed with outputs")
 
 
 class OutputNoiseTest(unittest.TestCase):
