@@ -151,13 +151,14 @@ public final class Loader implements AutoCloseable {
         if (active != null) {
             epoch = activeEpoch;
             done = active.position();
-            if (done >= pipeline.batchesPerEpoch()) {
-                epoch++;
-                done = 0;
-            }
         } else if (resume != null) {
             epoch = resume.epoch();
             done = resume.batchesDone();
+        }
+        // a finished epoch is the start of the next, whichever way the position came
+        if (done >= pipeline.batchesPerEpoch()) {
+            epoch++;
+            done = 0;
         }
         return new LoaderState(pipeline.fingerprint(), pipeline.samples(), pipeline.orderSettings(), pipeline.batchSize(),
                 pipeline.dropLast(), epoch, done, pipeline.rank(), pipeline.worldSize());

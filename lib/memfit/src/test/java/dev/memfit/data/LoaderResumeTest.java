@@ -315,6 +315,8 @@ class LoaderResumeTest {
         LoaderState finished = new LoaderState(closed.source(), closed.samples(), closed.sampler(), closed.batchSize(),
                 closed.dropLast(), 2, batchesPerEpoch);
         try (Loader resumed = builder.get().optResumeFrom(finished).build()) {
+            assertEquals(List.of(3L, 0L), List.of(resumed.state().epoch(), resumed.state().batchesDone()),
+                    "before iterating, the state names the next epoch's start, as state() saves a finished epoch");
             assertTrue(!resumed.epoch(2).iterator().hasNext(), "nothing left of epoch 2");
             assertEquals(0, resumed.epoch(3).iterator().next().number());
         }
