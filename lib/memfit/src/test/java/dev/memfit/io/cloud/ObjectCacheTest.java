@@ -282,6 +282,33 @@ class ObjectCacheTest {
     }
 
     @Test
+    void twoProcessesShareOneFolderUnderItsLimit() throws Exception {
+        long limit = 6 * blockOnDisk(); // smaller than the object: the processes evict each other's blocks
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Process> workers = new ArrayList<>();
+        for (int seed = 0; seed < 2; seed++) {
+            workers.add(new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), CacheWorker.class.getName(),
+                    server.endpoint().toString(), folder.toString(), Integer.toString(BLOCK), Long.toString(limit),
+                    "s3://" + BUCKET + "/multi.bin", Integer.toString(seed), "60")
+                    .redirectError(ProcessBuilder.Redirect.INHERIT).start());
+        }
+        try (ObjectCache cache = cache(limit)) {
+            Random random = new Random(99);
+            for (int i = 0; i < 30; i++) {
+                int length = 1 + random.nextInt(BLOCK);
+                long position = random.nextLong(multi.length - length);
+                assertArrayEquals(slice(multi, position, length), read(cache, uri("multi.bin"), position, length));
+            }
+            for (Process worker : workers) {
+                String said = new String(worker.getInputStream().readAllBytes()).strip();
+                assertEquals(0, worker.waitFor(), said);
+                assertEquals("ok 60 0", said, "every read equal to the object, no corrupt block");
+            }
+            assertTrue(cache.usedBytes() <= limit, "used " + cache.usedBytes() + " of " + limit);
+        }
+    }
+
+    @Test
     void wrongCredentialsOrAMissingBucketOrKeyFailWithOneClearLine() {
         try (ObjectStore wrong = ObjectStore.builder().optEnvironment(java.util.Map.of()).optEndpoint(server.endpoint())
                 .optCredentials(S3TestServer.ACCESS_KEY, "not-the-secret-xyz").optMaxAttempts(1).build()) {
