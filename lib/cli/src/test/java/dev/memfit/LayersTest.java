@@ -34,6 +34,7 @@ class LayersTest {
     static final List<String> LAYERS = List.of(
             "dev.memfit",               // exceptions, DType, the native-memory ledger, parameters, progress
             "dev.memfit.io.storage",    // bytes of files: positional, mapped, page cache, atomic writes
+            "dev.memfit.io.cloud",      // objects in s3:// and gs:// buckets through a verified local cache
             "dev.memfit.io.npy",
             "dev.memfit.io.mrc",
             "dev.memfit.io.hdf5",

@@ -1,0 +1,916 @@
+package dev.memfit.io.cloud;
+
+import dev.memfit.InvalidFileException;
+import dev.memfit.MemfitException;
+import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.Storage;
+import dev.memfit.io.storage.TempFiles;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.Stream;
+import java.util.zip.CRC32C;
+
+/**
+ * A local cache of objects in cloud storage that can be trusted: objects are read in fixed-size blocks (8 MiB by
+ * default) fetched with range requests, and every byte served from the cache is checked against a CRC32C taken when it
+ * was downloaded.
+ *
+ * <p><b>Content addressed.</b> A cached object lives under a name derived from the endpoint, bucket, key and ETag of
+ * the version it holds (and the block size), so a new version of an object never finds the old one's blocks. The
+ * cache pins the version of each object when it first opens it ({@link #open}): a later range request that finds
+ * another version on the server fails with an {@link ObjectChangedException}, and bytes of two versions are never
+ * mixed. {@link #refresh()} lets the next read see new versions (call it between epochs).
+ *
+ * <p><b>Verified.</b> A block file holds the block's bytes followed by a CRC32C of each {@value #PIECE}-byte piece
+ * (and a CRC of that table). Every read from the cache reads the pieces it touches and checks them; a piece that does
+ * not match its CRC makes the block count as corrupt: it is deleted and fetched again. Whole objects are staged with
+ * {@link #stage}, which checks them against the ETag where the ETag is the object's MD5 (single-part uploads).
+ *
+ * <p><b>Safe.</b> Blocks are written under a temporary name and renamed into place ({@link TempFiles},
+ * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
+ * {@code FOLDER/.lock}, so several processes (and several caches in one process) can share a folder. The cache holds
+ * at most {@link Builder#optLimitBytes} bytes of finished blocks and staged objects: before a block is added, the least
+ * recently used files are removed until it fits. Each read marks the blocks it used as recently used (their
+ * modification time, which every process sees).
+ *
+ * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
+ * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
+ * several missing blocks fetch them in parallel.
+ *
+ * <pre>{@code
+ * try (ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.fromEnvironment())
+ *         .setFolder(Path.of("/scratch/memfit-cache")).optLimitBytes(50L << 30).build()) {
+ *     ObjectUri uri = ObjectUri.parse("s3://atlas/cells.npy");
+ *     cache.read(uri, 0, header);
+ *     System.out.println(cache.statistics());
+ * }
+ * }</pre>
+ */
+public final class ObjectCache implements Storage {
+
+    /** The bytes covered by one CRC32C in a block file: what a read of a few bytes reads and checks. */
+    public static final int PIECE = 32 * 1024;
+    /** The default block size: 8 MiB. */
+    public static final int DEFAULT_BLOCK_BYTES = 8 << 20;
+    private static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
+    private static final String BLOCK_SUFFIX = ".block";
+    private static final String STAGED = "object";
+    private static final String STAGED_NOTE = "object.verified";
+    private static final int OPEN_BLOCKS = 64;
+    /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
+    private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
+    private static final ThreadLocal<ByteBuffer> PIECE_BUFFER =
+            ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(PIECE));
+    private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
+
+    private final ObjectStore store;
+    private final Path folder;
+    private final long limitBytes;
+    private final int blockBytes;
+    private final Semaphore fetchSlots;
+    private final ExecutorService fetchers = Executors.newVirtualThreadPerTaskExecutor();
+    private final Map<ObjectUri, ObjectInfo> opened = new ConcurrentHashMap<>();
+    private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
+    private final Map<Path, BlockHandle> handles = new LinkedHashMap<>(16, 0.75f, true);
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder bytesFromCache = new LongAdder();
+    private final LongAdder waitedNanos = new LongAdder();
+    private final LongAdder corruptBlocks = new LongAdder();
+    private final LongAdder evictedBlocks = new LongAdder();
+
+    private ObjectCache(Builder settings) {
+        this.store = settings.store;
+        this.folder = settings.folder.toAbsolutePath().normalize();
+        this.limitBytes = settings.limitBytes;
+        this.blockBytes = settings.blockBytes;
+        this.fetchSlots = new Semaphore(settings.parallelRequests);
+        try {
+            Files.createDirectories(folder);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the cache folder " + folder, e);
+        }
+    }
+
+    /**
+     * Starts configuring a cache.
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings of an {@link ObjectCache}: the store and the folder are required. */
+    public static final class Builder {
+        private ObjectStore store;
+        private Path folder;
+        private long limitBytes = 10L << 30;
+        private int blockBytes = DEFAULT_BLOCK_BYTES;
+        private int parallelRequests = 4;
+
+        private Builder() {
+        }
+
+        /**
+         * Where objects come from; the cache closes it when it is closed.
+         *
+         * @param objects the store
+         * @return this builder
+         */
+        public Builder setStore(ObjectStore objects) {
+            this.store = objects;
+            return this;
+        }
+
+        /**
+         * The cache folder on local disk (created when missing), which several processes may share.
+         *
+         * @param path the folder
+         * @return this builder
+         */
+        public Builder setFolder(Path path) {
+            this.folder = path;
+            return this;
+        }
+
+        /**
+         * The most bytes of cached blocks and staged objects kept in the folder (default 10 GiB); least recently
+         * used ones are removed to stay below. Downloads in progress come on top (at most one block per parallel
+         * request).
+         *
+         * @param bytes the limit, at least one block
+         * @return this builder
+         */
+        public Builder optLimitBytes(long bytes) {
+            this.limitBytes = bytes;
+            return this;
+        }
+
+        /**
+         * The size of the blocks fetched by range requests (default 8 MiB): smaller blocks waste less on random
+         * reads of small records, larger ones need fewer requests.
+         *
+         * @param bytes a multiple of {@value ObjectCache#PIECE} between 32 KiB and 1 GiB
+         * @return this builder
+         */
+        public Builder optBlockBytes(int bytes) {
+            this.blockBytes = bytes;
+            return this;
+        }
+
+        /**
+         * How many range requests one read may have in flight at once (default 4).
+         *
+         * @param requests at least 1
+         * @return this builder
+         */
+        public Builder optParallelRequests(int requests) {
+            this.parallelRequests = requests;
+            return this;
+        }
+
+        /**
+         * Creates the cache (and its folder).
+         *
+         * @return the cache
+         */
+        public ObjectCache build() {
+            if (store == null) {
+                throw new MemfitException("ObjectCache: call setStore(ObjectStore.fromEnvironment()) or another store");
+            }
+            if (folder == null) {
+                throw new MemfitException("ObjectCache: call setFolder(path) with a folder on local disk for the cache");
+            }
+            if (blockBytes < PIECE || blockBytes % PIECE != 0 || blockBytes > (1 << 30)) {
+                throw new MemfitException("ObjectCache: optBlockBytes must be a multiple of " + PIECE
+                        + " between 32 KiB and 1 GiB, got " + blockBytes);
+            }
+            if (limitBytes < blockBytes) {
+                throw new MemfitException("ObjectCache: optLimitBytes (" + limitBytes + ") must hold at least one block ("
+                        + blockBytes + " bytes); raise the limit or lower optBlockBytes");
+            }
+            if (parallelRequests < 1) {
+                throw new MemfitException("ObjectCache: optParallelRequests must be at least 1, got " + parallelRequests);
+            }
+            return new ObjectCache(this);
+        }
+    }
+
+    /**
+     * The version of an object this cache reads: asked from the server once (HEAD), then kept until
+     * {@link #refresh()}.
+     *
+     * @param uri the object
+     * @return its size and ETag
+     */
+    public ObjectInfo open(ObjectUri uri) {
+        ObjectInfo known = opened.get(uri);
+        if (known != null) {
+            return known;
+        }
+        return opened.computeIfAbsent(uri, store::head);
+    }
+
+    /** Forgets the versions pinned by {@link #open}, so that the next reads see what the server has now. */
+    public void refresh() {
+        opened.clear();
+    }
+
+    /**
+     * Reads {@code into.byteSize()} bytes of an object through the cache.
+     *
+     * @param uri the object
+     * @param position the first byte
+     * @param into where the bytes go
+     * @throws InvalidFileException when the object ends before
+     * @throws ObjectChangedException when a block still to fetch belongs to a newer version on the server
+     */
+    public void read(ObjectUri uri, long position, MemorySegment into) {
+        long length = into.byteSize();
+        if (length == 0) {
+            return;
+        }
+        ObjectInfo info = open(uri);
+        if (position < 0 || position + length > info.size()) {
+            throw new InvalidFileException(uri.toPath(), position, length + " bytes from byte " + position,
+                    "an object of " + info.size() + " bytes");
+        }
+        Path entry = entry(info);
+        long first = position / blockBytes;
+        long last = (position + length - 1) / blockBytes;
+        Set<Long> fetched = last > first ? fetchMissing(info, entry, first, last) : Set.of();
+        for (long block = first; block <= last; block++) {
+            long blockStart = block * blockBytes;
+            long from = Math.max(position, blockStart);
+            long to = Math.min(position + length, blockStart + blockLength(info, block));
+            readBlock(info, entry, block, from - blockStart, into.asSlice(from - position, to - from),
+                    fetched.contains(block));
+        }
+    }
+
+    /**
+     * Fetches the missing blocks of a range in parallel (up to the parallel-request limit), waiting for all; returns
+     * the blocks that were missing.
+     */
+    private Set<Long> fetchMissing(ObjectInfo info, Path entry, long first, long last) {
+        List<Future<?>> pending = new ArrayList<>();
+        Set<Long> missing = new HashSet<>();
+        for (long block = first; block <= last; block++) {
+            Path file = blockFile(entry, block);
+            if (!Files.exists(file)) {
+                long b = block;
+                missing.add(b);
+                pending.add(fetchers.submit(() -> fetch(info, entry, b, file)));
+            }
+        }
+        if (pending.isEmpty()) {
+            return missing;
+        }
+        long start = System.nanoTime();
+        try {
+            for (Future<?> future : pending) {
+                future.get();
+            }
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MemfitException("interrupted while fetching blocks of " + info.uri(), e);
+        } finally {
+            waitedNanos.add(System.nanoTime() - start);
+        }
+        return missing;
+    }
+
+    /**
+     * Copies part of one block from its cached file, fetching the block when it is missing and again when it fails
+     * its check. {@code fetched}: the caller already fetched it for this read (a miss).
+     */
+    private void readBlock(ObjectInfo info, Path entry, long block, long offset, MemorySegment into, boolean fetched) {
+        Path file = blockFile(entry, block);
+        long expected = blockLength(info, block);
+        for (int attempt = 0; attempt < 4; attempt++) {
+            if (!Files.exists(file)) {
+                long start = System.nanoTime();
+                fetch(info, entry, block, file);
+                fetched = true;
+                waitedNanos.add(System.nanoTime() - start);
+            }
+            BlockHandle handle;
+            try {
+                handle = handle(file, expected);
+            } catch (NoSuchFileException e) {
+                continue; // evicted meanwhile (by another reader or process): fetch it again
+            } catch (CorruptBlock e) {
+                discard(file, null);
+                continue;
+            }
+            try {
+                handle.copy(offset, into);
+            } catch (CorruptBlock e) {
+                discard(file, handle);
+                continue;
+            } catch (ClosedChannelException e) {
+                continue; // another thread closed this handle (too many open blocks): open it again
+            }
+            touch(file);
+            if (fetched) {
+                misses.increment();
+            } else {
+                hits.increment();
+                bytesFromCache.add(into.byteSize());
+            }
+            return;
+        }
+        throw new MemfitException(info.uri() + ": block " + block + " (bytes " + block * blockBytes + ".."
+                + (block * blockBytes + expected) + ") could not be cached and read back intact in 4 attempts (cache "
+                + folder + "); check the disk, or raise the cache limit if other processes evict it");
+    }
+
+    /** A cached block that failed its check. */
+    private static final class CorruptBlock extends Exception {
+        CorruptBlock(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** An open block file with its table of piece checksums. */
+    private record BlockHandle(FileChannel channel, long dataLength, int[] crcs) {
+
+        /** Copies {@code into.byteSize()} bytes from {@code offset}, checking every piece they touch. */
+        void copy(long offset, MemorySegment into) throws CorruptBlock, ClosedChannelException {
+            ByteBuffer piece = PIECE_BUFFER.get();
+            CRC32C crc = CRC.get();
+            long end = offset + into.byteSize();
+            for (long p = offset / PIECE; p * PIECE < end; p++) {
+                long pieceStart = p * PIECE;
+                int pieceLength = (int) Math.min(PIECE, dataLength - pieceStart);
+                piece.clear().limit(pieceLength);
+                try {
+                    while (piece.hasRemaining()) {
+                        if (channel.read(piece, pieceStart + piece.position()) < 0) {
+                            throw new CorruptBlock("the block file ends early");
+                        }
+                    }
+                } catch (ClosedChannelException e) {
+                    throw e;
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot read a cached block", e);
+                }
+                piece.flip();
+                crc.reset();
+                crc.update(piece);
+                if ((int) crc.getValue() != crcs[(int) p]) {
+                    throw new CorruptBlock("piece " + p + " fails its CRC32C");
+                }
+                long from = Math.max(offset, pieceStart);
+                long to = Math.min(end, pieceStart + pieceLength);
+                MemorySegment.copy(MemorySegment.ofBuffer(piece.clear()), from - pieceStart, into, from - offset, to - from);
+            }
+        }
+    }
+
+    private BlockHandle handle(Path file, long dataLength) throws NoSuchFileException, CorruptBlock {
+        synchronized (handles) {
+            BlockHandle open = handles.get(file);
+            if (open != null && open.channel().isOpen()) {
+                return open;
+            }
+        }
+        FileChannel channel;
+        try {
+            channel = FileChannel.open(file, StandardOpenOption.READ);
+        } catch (NoSuchFileException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the cached block " + file, e);
+        }
+        try {
+            int pieces = pieces(dataLength);
+            long trailer = 4L * pieces + 12;
+            if (channel.size() != dataLength + trailer) {
+                throw new CorruptBlock("the block file has " + channel.size() + " bytes, expected " + (dataLength + trailer));
+            }
+            ByteBuffer table = ByteBuffer.allocate((int) trailer).order(ByteOrder.LITTLE_ENDIAN);
+            while (table.hasRemaining()) {
+                if (channel.read(table, dataLength + table.position()) < 0) {
+                    throw new CorruptBlock("the block file ends early");
+                }
+            }
+            table.flip();
+            CRC32C crc = new CRC32C();
+            crc.update(table.slice(0, 4 * pieces));
+            if (table.getLong(4 * pieces + 4) != MAGIC || table.getInt(4 * pieces) != (int) crc.getValue()) {
+                throw new CorruptBlock("the checksum table is damaged");
+            }
+            int[] crcs = new int[pieces];
+            table.asIntBuffer().get(crcs);
+            BlockHandle handle = new BlockHandle(channel, dataLength, crcs);
+            synchronized (handles) {
+                BlockHandle previous = handles.put(file, handle);
+                if (previous != null) {
+                    closeQuietly(previous.channel());
+                }
+                if (handles.size() > OPEN_BLOCKS) {
+                    var eldest = handles.entrySet().iterator().next();
+                    closeQuietly(eldest.getValue().channel());
+                    handles.remove(eldest.getKey());
+                }
+            }
+            return handle;
+        } catch (CorruptBlock | RuntimeException e) {
+            closeQuietly(channel);
+            throw e;
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new UncheckedIOException("cannot read the cached block " + file, e);
+        }
+    }
+
+    /** Deletes a block that failed its check, so that the next attempt fetches it again. */
+    private void discard(Path file, BlockHandle handle) {
+        corruptBlocks.increment();
+        synchronized (handles) {
+            BlockHandle open = handles.get(file);
+            if (open != null && (handle == null || open == handle)) {
+                handles.remove(file);
+                closeQuietly(open.channel());
+            }
+        }
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove the corrupt cached block " + file, e);
+        }
+    }
+
+    /**
+     * Downloads one block into the cache, unless another thread of this cache is already doing so (then waits for
+     * it) or has just done so.
+     */
+    private void fetch(ObjectInfo info, Path entry, long block, Path file) {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        CompletableFuture<Void> running = inFlight.putIfAbsent(file, mine);
+        if (running != null) {
+            try {
+                running.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw rethrow(e.getCause());
+            }
+            return;
+        }
+        try {
+            if (!Files.exists(file)) {
+                download(info, entry, block, file);
+            }
+            mine.complete(null);
+        } catch (RuntimeException | Error e) {
+            mine.completeExceptionally(e);
+            throw e;
+        } finally {
+            inFlight.remove(file, mine);
+        }
+    }
+
+    private void download(ObjectInfo info, Path entry, long block, Path file) {
+        long length = blockLength(info, block);
+        int pieces = pieces(length);
+        try {
+            fetchSlots.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MemfitException("interrupted while waiting to fetch a block of " + info.uri(), e);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment bytes = arena.allocate(length);
+            store.read(info.uri(), info.etag(), block * blockBytes, bytes);
+            ByteBuffer trailer = ByteBuffer.allocate(4 * pieces + 12).order(ByteOrder.LITTLE_ENDIAN);
+            CRC32C crc = new CRC32C();
+            for (int p = 0; p < pieces; p++) {
+                long start = (long) p * PIECE;
+                crc.reset();
+                crc.update(bytes.asSlice(start, Math.min(PIECE, length - start)).asByteBuffer());
+                trailer.putInt((int) crc.getValue());
+            }
+            crc.reset();
+            crc.update(trailer.array(), 0, 4 * pieces);
+            trailer.putInt((int) crc.getValue()).putLong(MAGIC).flip();
+            Files.createDirectories(entry);
+            describeEntry(info, entry);
+            Path temporary = TempFiles.beside(file);
+            try {
+                try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                    ByteBuffer data = bytes.asByteBuffer();
+                    while (data.hasRemaining()) {
+                        out.write(data);
+                    }
+                    while (trailer.hasRemaining()) {
+                        out.write(trailer);
+                    }
+                }
+                insert(temporary, file, length + 4L * pieces + 12);
+            } finally {
+                Files.deleteIfExists(temporary);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write a block of " + info.uri() + " into the cache " + folder, e);
+        } finally {
+            fetchSlots.release();
+        }
+    }
+
+    /** Writes the entry's description (what object and version it holds) once, for people and {@code cache ls}. */
+    private static void describeEntry(ObjectInfo info, Path entry) throws IOException {
+        Path note = entry.resolve("object.txt");
+        if (Files.exists(note)) {
+            return;
+        }
+        Path temporary = TempFiles.beside(note);
+        Files.writeString(temporary, "uri=" + info.uri() + "\netag=" + info.etag() + "\nsize=" + info.size() + "\n",
+                StandardCharsets.UTF_8);
+        AtomicMove.replace(temporary, note);
+    }
+
+    /**
+     * Moves a finished file into the cache under the folder lock, first removing least recently used files until it
+     * fits under the limit.
+     */
+    private void insert(Path temporary, Path target, long bytes) throws IOException {
+        if (bytes > limitBytes) {
+            throw new MemfitException("the cache " + folder + " is limited to " + limitBytes + " bytes, less than the "
+                    + bytes + " bytes of " + target.getFileName() + "; raise ObjectCache.builder().optLimitBytes");
+        }
+        withFolderLock(() -> {
+            if (Files.exists(target)) {
+                return; // another process cached the same bytes meanwhile
+            }
+            evictFor(bytes, target);
+            AtomicMove.replace(temporary, target);
+            Files.setLastModifiedTime(target, FileTime.from(Instant.now()));
+        });
+    }
+
+    private interface Locked {
+        void run() throws IOException;
+    }
+
+    private void withFolderLock(Locked work) throws IOException {
+        ReentrantLock inProcess = FOLDER_LOCKS.computeIfAbsent(folder, f -> new ReentrantLock());
+        inProcess.lock();
+        try (FileChannel channel = FileChannel.open(folder.resolve(".lock"), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE);
+             FileLock ignored = channel.lock()) {
+            work.run();
+        } finally {
+            inProcess.unlock();
+        }
+    }
+
+    /** A cached file, as eviction sees it. */
+    private record Cached(Path file, long bytes, long lastUsed) {
+    }
+
+    /** Removes least recently used cached files until {@code bytes} more fit under the limit (folder lock held). */
+    private void evictFor(long bytes, Path incoming) throws IOException {
+        List<Cached> files = cachedFiles(true);
+        long total = 0;
+        for (Cached file : files) {
+            total += file.bytes();
+        }
+        if (total + bytes <= limitBytes) {
+            return;
+        }
+        files.sort(Comparator.comparingLong(Cached::lastUsed));
+        for (Cached file : files) {
+            if (total + bytes <= limitBytes) {
+                break;
+            }
+            if (file.file().equals(incoming)) {
+                continue;
+            }
+            if (Files.deleteIfExists(file.file())) {
+                evictedBlocks.increment();
+            }
+            total -= file.bytes();
+        }
+    }
+
+    /**
+     * Every finished block and staged object in the folder, with its size and last use. With {@code clean}, the
+     * temporary files of processes that died mid-download are deleted on the way.
+     */
+    private List<Cached> cachedFiles(boolean clean) throws IOException {
+        List<Cached> files = new ArrayList<>();
+        try (Stream<Path> all = Files.find(folder, 3, (path, attributes) -> attributes.isRegularFile())) {
+            for (Path file : (Iterable<Path>) all::iterator) {
+                String name = file.getFileName().toString();
+                if (clean && TempFiles.isTemporary(name) && TempFiles.isStale(name)) {
+                    Files.deleteIfExists(file);
+                    continue;
+                }
+                if (!isCachedName(name)) {
+                    continue;
+                }
+                try {
+                    BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
+                    files.add(new Cached(file, attributes.size(), attributes.lastModifiedTime().to(java.util.concurrent.TimeUnit.MICROSECONDS)));
+                } catch (NoSuchFileException ignored) {
+                    // removed meanwhile by a reader that found it corrupt
+                }
+            }
+        } catch (UncheckedIOException e) {
+            if (!(e.getCause() instanceof NoSuchFileException)) {
+                throw e;
+            }
+        }
+        return files;
+    }
+
+    private static boolean isCachedName(String name) {
+        return (name.endsWith(BLOCK_SUFFIX) || name.equals(STAGED)) && !TempFiles.isTemporary(name);
+    }
+
+    /** Marks a cached file as just used, for least-recently-used eviction across processes. */
+    private static void touch(Path file) {
+        try {
+            Files.setLastModifiedTime(file, FileTime.from(Instant.now()));
+        } catch (NoSuchFileException ignored) {
+            // evicted right after the read: nothing to mark
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot mark " + file + " as used", e);
+        }
+    }
+
+    /**
+     * A whole object on local disk, checked, as {@link #stage} returns it.
+     *
+     * @param file the local copy (kept until evicted: open it promptly)
+     * @param info the version it holds
+     * @param etagChecked true when the bytes were checked against the ETag as an MD5; false for a multipart ETag
+     *                    ({@code ...-N}), which cannot be checked without the part sizes: the bytes were then checked
+     *                    only block by block against the CRC32C taken when they were downloaded
+     */
+    public record StagedObject(Path file, ObjectInfo info, boolean etagChecked) {
+    }
+
+    /**
+     * Makes a whole object available as a local file: its blocks are fetched (in parallel, those already cached
+     * reused after their check), joined into one file whose MD5 is compared with the ETag where the ETag is an MD5,
+     * and renamed into the cache. A mismatch fetches every block again once, then fails.
+     *
+     * @param uri the object
+     * @return the local copy and how it was checked
+     */
+    public StagedObject stage(ObjectUri uri) {
+        ObjectInfo info = open(uri);
+        Path entry = entry(info);
+        Path staged = entry.resolve(STAGED);
+        Path note = entry.resolve(STAGED_NOTE);
+        try {
+            if (Files.exists(note) && Files.exists(staged) && Files.size(staged) == info.size()) {
+                touch(staged);
+                hits.increment();
+                bytesFromCache.add(info.size());
+                return new StagedObject(staged, info, Files.readString(note).startsWith("md5"));
+            }
+        } catch (NoSuchFileException e) {
+            // evicted between the checks: stage it again
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + note, e);
+        }
+        long blocks = Math.max(1, (info.size() + blockBytes - 1) / blockBytes);
+        for (int attempt = 0; ; attempt++) {
+            Set<Long> fetched = info.size() > 0 ? fetchMissing(info, entry, 0, blocks - 1) : Set.of();
+            String md5 = assemble(info, entry, staged, note, blocks, fetched);
+            if (!info.etagIsMd5() || md5.equalsIgnoreCase(info.etag())) {
+                return new StagedObject(staged, info, info.etagIsMd5());
+            }
+            try {
+                Files.deleteIfExists(staged);
+                Files.deleteIfExists(note);
+                for (long block = 0; block < blocks; block++) {
+                    Files.deleteIfExists(blockFile(entry, block));
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot remove the mismatching copy of " + uri + " from " + folder, e);
+            }
+            if (attempt == 1) {
+                throw new MemfitException(uri + ": the downloaded bytes do not match the ETag (MD5 " + md5 + ", ETag "
+                        + info.etag() + ") in two downloads; the server or the network corrupts data");
+            }
+        }
+    }
+
+    /** Joins the verified blocks into the staged file (temporary name, then rename); returns their MD5 in hex. */
+    private String assemble(ObjectInfo info, Path entry, Path staged, Path note, long blocks, Set<Long> fetched) {
+        MessageDigest md5;
+        try {
+            md5 = MessageDigest.getInstance("MD5");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no MD5", e);
+        }
+        Path temporary = TempFiles.beside(staged);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(Math.min(blockBytes, Math.max(1, info.size())));
+            try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                for (long block = 0; block < blocks && info.size() > 0; block++) {
+                    MemorySegment part = buffer.asSlice(0, blockLength(info, block));
+                    readBlock(info, entry, block, 0, part, fetched.contains(block));
+                    md5.update(part.asByteBuffer());
+                    ByteBuffer data = part.asByteBuffer();
+                    while (data.hasRemaining()) {
+                        out.write(data);
+                    }
+                }
+            }
+            String hex = HexFormat.of().formatHex(md5.digest());
+            Path noteTemporary = TempFiles.beside(note);
+            Files.writeString(noteTemporary, info.etagIsMd5() ? "md5 " + hex + " matches the ETag\n"
+                    : "ETag " + info.etag() + " (multipart) not checked; blocks checked with CRC32C\n");
+            AtomicMove.replace(noteTemporary, note);
+            insert(temporary, staged, info.size());
+            return hex;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot stage " + info.uri() + " in " + folder, e);
+        } finally {
+            try {
+                Files.deleteIfExists(temporary);
+            } catch (IOException ignored) {
+                // a leftover temporary file is removed by TempFiles.removeStale later
+            }
+        }
+    }
+
+    /**
+     * The counters since this cache was created.
+     *
+     * @return a snapshot
+     */
+    public CacheStatistics statistics() {
+        return new CacheStatistics(hits.sum(), misses.sum(), store.bytesDownloaded(), bytesFromCache.sum(),
+                waitedNanos.sum() / 1e9, store.requests(), store.retries(), corruptBlocks.sum(), evictedBlocks.sum());
+    }
+
+    /**
+     * The bytes of finished blocks and staged objects now in the cache folder (all processes' together).
+     *
+     * @return bytes, at most the limit
+     */
+    public long usedBytes() {
+        try {
+            return cachedFiles(false).stream().mapToLong(Cached::bytes).sum();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list the cache " + folder, e);
+        }
+    }
+
+    /**
+     * The cache folder.
+     *
+     * @return its absolute path
+     */
+    public Path folder() {
+        return folder;
+    }
+
+    /**
+     * The block size.
+     *
+     * @return bytes per block
+     */
+    public int blockBytes() {
+        return blockBytes;
+    }
+
+    /** The folder of one version of one object: a hash of endpoint, bucket, key, ETag and block size. */
+    Path entry(ObjectInfo info) {
+        String identity = store.endpointOf(info.uri()) + "\n" + info.uri().bucket() + "\n" + info.uri().key() + "\n"
+                + info.etag() + "\n" + blockBytes;
+        try {
+            byte[] hash = MessageDigest.getInstance("SHA-256").digest(identity.getBytes(StandardCharsets.UTF_8));
+            String hex = HexFormat.of().formatHex(hash, 0, 16);
+            return folder.resolve(hex.substring(0, 2)).resolve(hex);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
+        }
+    }
+
+    /**
+     * The file a cached block of an object is kept in (it may not exist), for tools and tests.
+     *
+     * @param uri the object (its pinned version)
+     * @param block the block's index
+     * @return the block file
+     */
+    public Path blockFile(ObjectUri uri, long block) {
+        return blockFile(entry(open(uri)), block);
+    }
+
+    private static Path blockFile(Path entry, long block) {
+        return entry.resolve(block + BLOCK_SUFFIX);
+    }
+
+    private long blockLength(ObjectInfo info, long block) {
+        return Math.min(blockBytes, info.size() - block * blockBytes);
+    }
+
+    private static int pieces(long length) {
+        return (int) ((length + PIECE - 1) / PIECE);
+    }
+
+    private static RuntimeException rethrow(Throwable cause) {
+        if (cause instanceof RuntimeException runtime) {
+            return runtime;
+        }
+        if (cause instanceof Error error) {
+            throw error;
+        }
+        return new MemfitException(String.valueOf(cause.getMessage()), cause);
+    }
+
+    private static void closeQuietly(FileChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // read-only
+        }
+    }
+
+    // Storage: paths are objects in their path form (ObjectUri.toPath()).
+
+    /**
+     * Reads part of an object named by its path form ({@code s3:/bucket/key}).
+     *
+     * @param file the object as a path
+     * @param position the first byte
+     * @param into where the bytes go
+     */
+    @Override
+    public void read(Path file, long position, MemorySegment into) {
+        read(ObjectUri.of(file), position, into);
+    }
+
+    /**
+     * The size of an object named by its path form.
+     *
+     * @param file the object as a path
+     * @return bytes
+     */
+    @Override
+    public long size(Path file) {
+        return open(ObjectUri.of(file)).size();
+    }
+
+    @Override
+    public String describe() {
+        return "object cache (" + (blockBytes >> 10) + " KiB blocks, limit " + (limitBytes >> 20) + " MiB) over "
+                + store.describe();
+    }
+
+    /** Closes the open block files, the fetch threads and the store. */
+    @Override
+    public void close() {
+        fetchers.shutdownNow();
+        synchronized (handles) {
+            handles.values().forEach(handle -> closeQuietly(handle.channel()));
+            handles.clear();
+        }
+        store.close();
+    }
+}
