@@ -131,6 +131,46 @@ public final class Charts {
     }
 
     /**
+     * The loss of every optimizer step, one line per run, against the step (from 1). A run that did not take a step
+     * has {@link Double#NaN} there and its line breaks, so a run that starts late (resumed from a checkpoint) or stops
+     * early (crashed) is drawn over the steps it took only. The first run is solid, later ones dashed and dotted in
+     * turn, so identical curves stay visible on top of each other.
+     *
+     * @param title the chart title
+     * @param yLabel the y axis label, such as "loss per document"
+     * @param curves run name to the loss of each step (NaN where the run took no such step), in display order
+     * @return the image
+     */
+    public static BufferedImage stepLosses(String title, String yLabel, Map<String, double[]> curves) {
+        return image(stepLossesChart(title, yLabel, curves));
+    }
+
+    static XYChart stepLossesChart(String title, String yLabel, Map<String, double[]> curves) {
+        var entries = ordered(curves);
+        XYChart chart = xy(title, "optimizer step", yLabel, entries.stream().map(Map.Entry::getKey).toList());
+        Range xRange = new Range();
+        Range yRange = new Range();
+        int run = 0;
+        for (Map.Entry<String, double[]> curve : entries) {
+            double[] y = curve.getValue();
+            double[] x = new double[y.length];
+            for (int i = 0; i < y.length; i++) {
+                x[i] = i + 1;
+                if (!Double.isNaN(y[i])) {
+                    xRange.add(x[i]);
+                }
+            }
+            yRange.add(y);
+            XYSeries series = chart.addSeries(curve.getKey(), x, y);
+            series.setMarker(SeriesMarkers.NONE);
+            series.setLineStyle(run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length]);
+            run++;
+        }
+        decimals(chart.getStyler(), xRange, yRange, false);
+        return chart;
+    }
+
+    /**
      * Memory over time for one or more probe timelines, in MiB: heap in use, memfit's own native allocations,
      * resident memory (anonymous and file-backed) and device memory where measured. The marks recorded with
      * {@code MemoryProbe.mark(label)} are drawn as thin vertical lines with their labels at the top.

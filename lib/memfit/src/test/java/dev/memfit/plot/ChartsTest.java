@@ -91,6 +91,30 @@ class ChartsTest {
     }
 
     @Test
+    void stepLossesBreakWhereARunTookNoStepAndDrawLaterRunsDashedThenDotted() throws Exception {
+        Map<String, double[]> curves = new LinkedHashMap<>();
+        double nan = Double.NaN;
+        curves.put("uninterrupted", new double[]{0.9, 0.8, 0.7, 0.6, 0.5, 0.45});
+        curves.put("crashed", new double[]{0.9, 0.8, 0.7, 0.6, nan, nan});
+        curves.put("resumed", new double[]{nan, nan, 0.7, 0.6, 0.5, 0.45});
+        XYChart chart = Charts.stepLossesChart("resume", "loss per document", curves);
+        assertEquals("optimizer step", chart.getXAxisTitle());
+        assertEquals("loss per document", chart.getYAxisTitle());
+        assertEquals(List.of("uninterrupted", "crashed", "resumed"), names(chart));
+        XYSeries first = chart.getSeries("uninterrupted");
+        XYSeries second = chart.getSeries("crashed");
+        XYSeries third = chart.getSeries("resumed");
+        assertNull(first.getLineStyle().getDashArray(), "the first run is solid");
+        assertNotNull(second.getLineStyle().getDashArray());
+        assertNotNull(third.getLineStyle().getDashArray());
+        assertFalse(Arrays.equals(second.getLineStyle().getDashArray(), third.getLineStyle().getDashArray()),
+                "the third run is dotted, not dashed like the second, so all three show where they coincide");
+        assertArrayEquals(new double[]{1, 2, 3, 4, 5, 6}, third.getXData(), "steps counted from 1");
+        assertTrue(Double.isNaN(third.getYData()[0]), "a step the run did not take stays a gap, not a zero");
+        render(chart, "step-losses");
+    }
+
+    @Test
     void lossCurvesLabelTheAxisAsAskedKeepOrderAndPutTheLegendOutside() throws Exception {
         Map<String, double[]> curves = new LinkedHashMap<>();
         curves.put("mapped", new double[]{0.9, 0.7, 0.55, 0.5});
