@@ -342,11 +342,6 @@ public final class ShardWriter {
         }
     }
 
-    /** The first few names of a list, for messages. */
-    private static String sample(List<String> names) {
-        return String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "");
-    }
-
     private static String shardName(int shard) {
         return String.format("shard_%06d", shard);
     }

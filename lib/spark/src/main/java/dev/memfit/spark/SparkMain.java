@@ -138,6 +138,19 @@ public final class SparkMain {
             ShardWriter.builder().setInputs(files).optShardSize(shardSize).optProgress(ProgressListener.silent()).write(single);
             double singleSeconds = (System.nanoTime() - start) / 1e9;
             rows.add(row("single process", "-", singleSeconds, total, singleSeconds, singleSeconds));
+            // Spark's first session in a JVM loads its classes (seconds): timed apart, then one conversion (not
+            // counted) warms Spark's code as the warm-up above warmed memfit's
+            long cold = System.nanoTime();
+            SparkSession first = SparkShards.start("local[" + cores.getFirst() + "]", Map.of("spark.ui.enabled", "false"));
+            double coldStart = (System.nanoTime() - cold) / 1e9;
+            try {
+                Path sparkWarm = work.resolve("shards-spark-warmup");
+                deleteTree(sparkWarm);
+                SparkShards.builder().setInputs(files).optShardSize(shardSize).optSession(first)
+                        .optProgress(ProgressListener.silent()).write(sparkWarm);
+            } finally {
+                first.stop();
+            }
             for (int n : cores) {
                 Path folder = work.resolve("shards-spark-" + n);
                 deleteTree(folder);
@@ -158,6 +171,7 @@ public final class SparkMain {
             }
             System.out.printf("%n.h5ad -> shards, %,d cells in %d file(s), %,d cells per shard, on %d cores (noisy on a busy machine)%n",
                     total, files.size(), shardSize, Runtime.getRuntime().availableProcessors());
+            System.out.printf("Spark's first session start in this JVM (class loading): %.2f s; the sessions below start warm%n", coldStart);
             String format = "%-16s %12s %10s %12s %14s %16s%n";
             System.out.printf(format, "engine", "startup s", "job s", "cells/s", "vs single", "incl. startup");
             for (String[] row : rows) {
