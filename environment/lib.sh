@@ -92,6 +92,21 @@ memfit_java_options() {
 -Dai.djl.offline=true -Dmemfit.home=$MEMFIT_ROOT"
 }
 
+# The JVM flags of the Spark engine (the same list as lib/spark's Surefire argLine: Spark's launcher's --add-opens
+# but sun.security.action, gone from JDK 25's java.base),
+# and a log4j2 configuration that keeps Spark's INFO lines off the console.
+memfit_spark_options() {
+    echo "--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.invoke=ALL-UNNAMED \
+--add-opens=java.base/java.lang.reflect=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED \
+--add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED \
+--add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent=ALL-UNNAMED \
+--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED \
+--add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/sun.nio.cs=ALL-UNNAMED \
+--add-opens=java.base/sun.util.calendar=ALL-UNNAMED \
+-Djdk.reflect.useDirectMethodHandle=false -Dio.netty.tryReflectionSetAccessible=true \
+-Dlog4j2.configurationFile=$MEMFIT_ROOT/environment/spark-log4j2.properties"
+}
+
 # Writes the 'memfit' kernelspec under build/jupyter and points JUPYTER_PATH at it.
 memfit_kernelspec() {
     local dir="$MEMFIT_ROOT/build/jupyter/kernels/memfit"

@@ -21,12 +21,13 @@ import java.util.function.BiConsumer;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Keeps the layers of ARCHITECTURE.md: read from the compiled classes (every class a class file refers to, so a
  * fully qualified name in code counts as much as an import), each package of the library refers only to packages
- * below it, and the library refers to none of the modules built on it (bench, cli, nd4j).
+ * below it, and the library refers to none of the modules built on it (bench, cli, nd4j, spark).
  */
 class LayersTest {
 
@@ -51,7 +52,8 @@ class LayersTest {
             "dev.memfit.plot");
 
     /** Modules built on the library; the library may not refer to them, nor bench to cli. */
-    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.nd4j", "dev.memfit.bench", "dev.memfit.cli");
+    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.nd4j", "dev.memfit.bench", "dev.memfit.cli",
+            "dev.memfit.spark");
 
     @Test
     void everyLibraryPackageUsesOnlyThePackagesBelowIt() {
@@ -85,6 +87,23 @@ class LayersTest {
             });
         }
         assertTrue(printing.isEmpty(), String.join("\n", printing));
+    }
+
+    @Test
+    void sparkStaysOffTheLibraryAndTheCommandLinesClassPath() {
+        // lib/spark is opt-in: the library refers to no Spark class, and the CLI's (and the kernel's) class path, which
+        // this test runs on, holds none; ./memfit adds lib/spark's class path for --engine spark only
+        List<String> spark = new ArrayList<>();
+        forEachClassReference(classRoot(DType.class), (from, to) -> {
+            if (to.startsWith("org/apache/spark/") || to.startsWith("dev/memfit/spark/")) {
+                spark.add(from + " uses " + to);
+            }
+        });
+        assertTrue(spark.isEmpty(), String.join("\n", spark));
+        for (String name : List.of("org.apache.spark.SparkContext", "dev.memfit.spark.SparkShards")) {
+            assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
+                    name + " is on the CLI's class path");
+        }
     }
 
     @Test

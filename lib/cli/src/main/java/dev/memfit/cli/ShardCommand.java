@@ -1,5 +1,6 @@
 package dev.memfit.cli;
 
+import dev.memfit.MemfitException;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.shard.GeneVocabulary;
@@ -13,16 +14,23 @@ import picocli.CommandLine.Parameters;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import java.util.concurrent.Callable;
 
 /** {@code memfit shard INPUT.h5ad --output-dir shards/ --shard-size N} and {@code memfit validate shards/}. */
 @Command(name = "shard", mixinStandardHelpOptions = true,
-        description = "Convert an .h5ad into memory-mappable shards (CSR or dense .npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run.")
+        description = "Convert .h5ad files into memory-mappable shards (CSR or dense .npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run. "
+                + "--engine spark converts on Apache Spark (one task per shard), the same folder byte for byte.")
 final class ShardCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "INPUT", description = "the .h5ad")
-    private Path input;
+    @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order: each is cut into shards "
+            + "from its first cell; without --vocab the shards hold the union of their genes")
+    private List<Path> inputs;
+
+    @Option(names = "--engine", defaultValue = "local", description = "local (this process, resumable) or spark (Apache "
+            + "Spark: ./memfit puts its jars and flags on the class path; options --master local[*] and --conf KEY=VALUE)")
+    private String engine;
 
     @Option(names = "--output-dir", required = true)
     private Path output;
@@ -42,6 +50,18 @@ final class ShardCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (engine.equals("spark")) {
+            throw new MemfitException("--engine spark runs through ./memfit shard --engine spark, which puts Spark's jars "
+                    + "(lib/spark/target/classpath.txt) and its JVM flags on the class path; this JVM has neither");
+        }
+        if (!engine.equals("local")) {
+            throw new MemfitException("--engine: expected local or spark, found '" + engine + "'");
+        }
+        if (topGenes != null && inputs.size() > 1) {
+            throw new MemfitException("--top-genes ranks the genes of one file; with " + inputs.size()
+                    + " files give the genes with --vocab");
+        }
+        Path input = inputs.getFirst();
         boolean existed = Files.exists(output);
         boolean fresh = !existed || isEmptyFolder(output);
         ShardWriter.Result result;
@@ -56,7 +76,7 @@ final class ShardCommand implements Callable<Integer> {
                         genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
                     }
                 }
-                result = ShardWriter.builder().setInput(input).optShardSize(shardSize).optVocabulary(genes)
+                result = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(genes)
                         .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
             }
         } catch (RuntimeException | Error e) {

@@ -110,7 +110,7 @@ public final class ShardWriter {
     /** Configures a conversion; {@link #write(Path)} validates the settings and converts. */
     public static final class Builder {
 
-        private Path input;
+        private List<Path> inputs;
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
@@ -126,7 +126,20 @@ public final class ShardWriter {
          * @return this builder
          */
         public Builder setInput(Path file) {
-            this.input = file;
+            this.inputs = file == null ? null : List.of(file);
+            return this;
+        }
+
+        /**
+         * Sets the files to convert, in order (required, or {@link #setInput}): each is cut into shards from its first
+         * cell, so a shard never holds cells of two files; the shards are numbered across the files. Without a
+         * vocabulary, the shards hold the union of the files' genes, in the order they first appear.
+         *
+         * @param files one or more {@code .h5ad}
+         * @return this builder
+         */
+        public Builder setInputs(List<Path> files) {
+            this.inputs = files == null ? null : new ArrayList<>(files);
             return this;
         }
 
@@ -185,8 +198,8 @@ public final class ShardWriter {
          * @throws MemfitException naming the setting to change, or when another process is writing the folder
          */
         public Result write(Path outputDir) {
-            if (input == null) {
-                throw new MemfitException("setInput(file) is required: the .h5ad to convert");
+            if (inputs == null || inputs.isEmpty() || inputs.stream().anyMatch(java.util.Objects::isNull)) {
+                throw new MemfitException("setInput(file) is required (or setInputs(files)): the .h5ad to convert");
             }
             if (outputDir == null) {
                 throw new MemfitException("write(outputDir) needs the folder to write the shards to");
@@ -202,41 +215,22 @@ public final class ShardWriter {
                 throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
                         + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
             }
-            return ShardWriter.write(input, outputDir, shardSize, vocabulary, layout, progress);
+            return ShardWriter.write(inputs, outputDir, shardSize, vocabulary, layout, progress);
         }
     }
 
-    private static Result write(Path input, Path outputDir, long shardSize, GeneVocabulary vocabulary,
+    private static Result write(List<Path> inputs, Path outputDir, long shardSize, GeneVocabulary vocabulary,
                                 ShardLayout requested, ProgressListener listener) {
-        // the input is opened and checked before the folder is touched: a file or settings refused here leave nothing
-        try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
-            // sparse X stays sparse; dense X stays dense (it was stored dense, so it is not known to be sparse, and
-            // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
-            ShardLayout layout = requested != null ? requested : h5ad.sparse() ? ShardLayout.SPARSE : ShardLayout.DENSE;
-            GeneVocabulary genes = vocabulary != null ? vocabulary : GeneVocabulary.fromVar(h5ad);
-            String[] inputGenes = h5ad.index("var");
-            int[] positions = genes.positionsOf(inputGenes);
-            if (h5ad.variables() > 0 && Arrays.stream(positions).allMatch(p -> p < 0)) {
-                throw new MemfitException("none of the " + genes.genes().size() + " genes of the vocabulary (" + sample(genes.genes())
-                        + ") is among the " + inputGenes.length + " genes of " + input + " (" + sample(Arrays.asList(inputGenes))
-                        + "): every cell would be empty; give a vocabulary (--vocab) with the file's gene names (its var index)");
-            }
-            long cells = h5ad.observations();
-            if (cells == 0) {
-                throw new InvalidFileException(input, -1, "at least one cell to shard", "n_obs = 0 (X of shape [0, "
-                        + h5ad.variables() + "])");
-            }
-            long shardCount = Math.ceilDiv(cells, shardSize);
-            if (shardCount > Integer.MAX_VALUE) {
-                throw new MemfitException(cells + " cells in shards of " + shardSize + " would make " + shardCount
-                        + " shards; raise optShardSize");
-            }
-            int shards = (int) shardCount;
-            Map<String, Object> obs = h5ad.columns("obs");
-            String[] barcodes = h5ad.index("obs");
+        // the inputs are opened and checked before the folder is touched: a file or settings refused here leave nothing
+        ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
+                .optLayout(requested).optProgress(listener).plan();
+        ShardLayout layout = plan.layout();
+        long cells = plan.cells();
+        int shards = plan.shards();
+        try {
             // one writer per folder, taken before anything is written; it also removes dead runs' temporary files
             try (OutputLock lock = OutputLock.acquireFolder(outputDir)) {
-                ObjectNode metadata = resumable(outputDir, input, shardSize, genes, cells, layout);
+                ObjectNode metadata = resumable(outputDir, plan);
                 ArrayNode listed = (ArrayNode) metadata.get("shards");
                 while (listed.size() > shards) {
                     listed.remove(listed.size() - 1);
@@ -246,7 +240,7 @@ public final class ShardWriter {
                 List<String> repaired = new ArrayList<>();
                 long goodCells = 0;
                 for (int s = 0; s < listed.size(); s++) {
-                    String problem = problem(outputDir, metadata, listed.get(s), Math.min(shardSize, cells - s * shardSize));
+                    String problem = problem(outputDir, metadata, listed.get(s), plan.cells(s));
                     good[s] = problem == null;
                     if (good[s]) {
                         goodCells += listed.get(s).path("cells").asLong();
@@ -265,55 +259,48 @@ public final class ShardWriter {
                 removed.addAll(removeStale(outputDir, shards, layout));
                 removed.addAll(lock.removedTemporaries().stream().map(f -> f.getFileName().toString()).sorted().toList());
                 int written = 0;
-                if (toWrite > 0) {
-                    h5ad.prepareRows();   // a CSC X is transposed here, its progress bar before the sharding's
-                }
-                try (Arena arena = Arena.ofConfined();
-                     ProgressListener.Task progress = listener.start("Sharding " + input.getFileName(), cells, "cells")) {
-                    Buffers buffers = toWrite > 0 ? new Buffers(arena, h5ad, genes.genes().size(), layout) : null;
-                    progress.step(goodCells);
-                    for (int s = 0; s < shards; s++) {
-                        if (good[s]) {
-                            continue;
-                        }
-                        long first = s * shardSize;
-                        long count = Math.min(shardSize, cells - first);
-                        String name = shardName(s);
-                        ObjectNode entry = JSON.createObjectNode();
-                        ArrayNode files = JSON.createArrayNode();
-                        if (layout == ShardLayout.DENSE) {
-                            Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
-                                    buffers, progress);
-                            entry.put("file", npy.getFileName().toString());
-                            files.add(fileEntry("x", npy));
-                        } else {
-                            long nnz = writeSparse(input, outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
-                            entry.put("nnz", nnz);
-                            for (String role : SPARSE_ROLES) {
-                                files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
+                String label = inputs.size() == 1 ? inputs.getFirst().getFileName().toString() : inputs.size() + " files";
+                ShardPlan.Input open = null;
+                try {
+                    int firstToWrite = java.util.stream.IntStream.range(0, shards).filter(s -> !good[s]).findFirst().orElse(-1);
+                    if (firstToWrite >= 0) {
+                        open = plan.open(plan.input(firstToWrite), listener);
+                        open.prepare();   // a CSC X is transposed here, its progress bar before the sharding's
+                    }
+                    try (ProgressListener.Task progress = listener.start("Sharding " + label, cells, "cells")) {
+                        progress.step(goodCells);
+                        for (int s = 0; s < shards; s++) {
+                            if (good[s]) {
+                                continue;
                             }
+                            if (open == null || open.index() != plan.input(s)) {
+                                if (open != null) {
+                                    open.close();
+                                    open = null;
+                                }
+                                open = plan.open(plan.input(s), listener);
+                            }
+                            ObjectNode entry = open.write(s, outputDir, progress).toJson();
+                            if (s < listed.size()) {
+                                listed.set(s, entry);
+                            } else {
+                                listed.add(entry);
+                            }
+                            writeAtomically(outputDir.resolve(METADATA), metadata);
+                            written++;
                         }
-                        Path parquet = outputDir.resolve(name + ".parquet");
-                        writeParquet(parquet, barcodes, obs, first, count);
-                        files.add(fileEntry("metadata", parquet));
-                        entry.put("metadata", parquet.getFileName().toString());
-                        entry.put("cells", count);
-                        entry.set("files", files);
-                        if (s < listed.size()) {
-                            listed.set(s, entry);
-                        } else {
-                            listed.add(entry);
-                        }
-                        writeAtomically(outputDir.resolve(METADATA), metadata);
-                        written++;
                     }
-                    if (!metadata.path("complete").asBoolean(false)) {
-                        metadata.put("complete", true);
-                        writeAtomically(outputDir.resolve(METADATA), metadata);
+                } finally {
+                    if (open != null) {
+                        open.close();
                     }
+                }
+                if (!metadata.path("complete").asBoolean(false)) {
+                    metadata.put("complete", true);
+                    writeAtomically(outputDir.resolve(METADATA), metadata);
                 }
                 List<String> foreign = ShardStore.unexpectedFiles(outputDir, metadata);
-                return new Result(shards, written, cells, genes.genes().size(), layout, List.copyOf(repaired),
+                return new Result(shards, written, cells, plan.vocabulary().genes().size(), layout, List.copyOf(repaired),
                         List.copyOf(removed), foreign);
             }
         } catch (IOException e) {
@@ -321,9 +308,38 @@ public final class ShardWriter {
         }
     }
 
-    /** The first few names of a list, for messages. */
-    private static String sample(List<String> names) {
-        return String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "");
+    /**
+     * Writes one shard of an input into a folder: the one encoding of a shard, for this writer and for engines that
+     * write shards in parallel ({@link ShardPlan.Input#write}). The arrays (dense, or CSR) and the cell table are
+     * each written under a temporary name and renamed when complete.
+     *
+     * @return the shard's files with their sizes and CRC32C, as the metadata lists them
+     */
+    static ShardPlan.WrittenShard writeShard(Path input, Path outputDir, int shard, H5ad h5ad, GeneVocabulary genes,
+                                             int[] positions, ShardLayout layout, long first, long count,
+                                             Map<String, Object> obs, String[] barcodes, Buffers buffers,
+                                             ProgressListener.Task progress) {
+        try {
+            String name = shardName(shard);
+            List<ShardPlan.ShardFile> files = new ArrayList<>();
+            long nnz = -1;
+            if (layout == ShardLayout.DENSE) {
+                Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
+                        buffers, progress);
+                files.add(fileEntry("x", npy));
+            } else {
+                nnz = writeSparse(input, outputDir, name, h5ad, genes, positions, first, count, buffers, progress);
+                for (String role : SPARSE_ROLES) {
+                    files.add(fileEntry(role, outputDir.resolve(name + "." + role + ".npy")));
+                }
+            }
+            Path parquet = outputDir.resolve(name + ".parquet");
+            writeParquet(parquet, barcodes, obs, first, count);
+            files.add(fileEntry("metadata", parquet));
+            return new ShardPlan.WrittenShard(shard, count, nnz, files);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + shardName(shard) + " to " + outputDir, e);
+        }
     }
 
     private static String shardName(int shard) {
@@ -381,7 +397,7 @@ public final class ShardWriter {
     static final List<String> SPARSE_ROLES = List.of("data", "indices", "indptr");
 
     /** The conversion's working memory, allocated once: one chunk of input rows and what it becomes. */
-    private static final class Buffers {
+    static final class Buffers {
         final long inputGenes;
         final long vocabularySize;
         final int denseRows;
@@ -568,13 +584,8 @@ public final class ShardWriter {
     }
 
     /** One file of a shard as the metadata lists it: its role, name, size and CRC32C of all its bytes. */
-    private static ObjectNode fileEntry(String role, Path file) throws IOException {
-        ObjectNode entry = JSON.createObjectNode();
-        entry.put("role", role);
-        entry.put("file", file.getFileName().toString());
-        entry.put("bytes", Files.size(file));
-        entry.put("crc32c", crc32c(file));
-        return entry;
+    private static ShardPlan.ShardFile fileEntry(String role, Path file) throws IOException {
+        return new ShardPlan.ShardFile(role, file.getFileName().toString(), Files.size(file), crc32c(file));
     }
 
     /**
@@ -602,22 +613,23 @@ public final class ShardWriter {
     }
 
     /**
-     * The metadata to continue from: the existing one when it describes the same conversion (its listed shards still
-     * to be checked), else a fresh one listing no shard.
+     * The metadata to continue from: the existing one when it describes the same conversion (every field of the
+     * plan's metadata but the shards and completeness equal; its listed shards still to be checked), else the plan's
+     * fresh one listing no shard.
      */
-    private static ObjectNode resumable(Path outputDir, Path input, long shardSize, GeneVocabulary genes, long cells,
-                                        ShardLayout layout) {
+    private static ObjectNode resumable(Path outputDir, ShardPlan plan) {
         Path file = outputDir.resolve(METADATA);
+        ObjectNode fresh = plan.freshMetadata();
         if (Files.exists(file)) {
             try {
                 JsonNode existing = JSON.readTree(file.toFile());
-                boolean same = existing.path("format_version").asInt() == FORMAT_VERSION
-                        && existing.path("layout").asText().equals(layout.key())
-                        && existing.path("source").asText().equals(input.toAbsolutePath().toString())
-                        && existing.path("source_bytes").asLong(-1) == Files.size(input)
-                        && existing.path("source_modified").asText().equals(Files.getLastModifiedTime(input).toString())
-                        && existing.path("shard_size").asLong() == shardSize && existing.path("cells").asLong() == cells
-                        && JSON.convertValue(existing.path("vocabulary"), java.util.List.class).equals(genes.genes());
+                boolean same = true;
+                for (Map.Entry<String, JsonNode> field : fresh.properties()) {
+                    if (!field.getKey().equals("complete") && !field.getKey().equals("shards")) {
+                        // compared as JSON text: a number read back is an int where the plan's is a long
+                        same &= field.getValue().toString().equals(String.valueOf(existing.get(field.getKey())));
+                    }
+                }
                 if (same && existing instanceof ObjectNode object && existing.path("shards").isArray()) {
                     // every listed shard is kept here and checked by the caller, which rewrites those that fail
                     return object;
@@ -626,24 +638,7 @@ public final class ShardWriter {
                 // An unreadable metadata file describes nothing we can trust: start over.
             }
         }
-        ObjectNode metadata = JSON.createObjectNode();
-        metadata.put("format_version", FORMAT_VERSION);
-        metadata.put("layout", layout.key());
-        metadata.put("source", input.toAbsolutePath().toString());
-        try {
-            // a source rewritten since (same name, new contents) must not resume onto the old shards
-            metadata.put("source_bytes", Files.size(input));
-            metadata.put("source_modified", Files.getLastModifiedTime(input).toString());
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + input, e);
-        }
-        metadata.put("cells", cells);
-        metadata.put("shard_size", shardSize);
-        metadata.put("dtype", "float32");
-        metadata.put("complete", false);
-        metadata.set("vocabulary", JSON.valueToTree(genes.genes()));
-        metadata.set("shards", JSON.createArrayNode());
-        return metadata;
+        return fresh;
     }
 
     private static void writeParquet(Path target, String[] barcodes, Map<String, Object> obs, long first, long count)
@@ -704,7 +699,7 @@ public final class ShardWriter {
         }
     }
 
-    private static void writeAtomically(Path target, JsonNode content) throws IOException {
+    static void writeAtomically(Path target, JsonNode content) throws IOException {
         Path temporary = TempFiles.beside(target);
         Files.writeString(temporary, JSON.writeValueAsString(content));
         AtomicMove.replace(temporary, target);

@@ -1,0 +1,519 @@
+package dev.memfit.shard;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.memfit.InvalidFileException;
+import dev.memfit.MemfitException;
+import dev.memfit.ProgressListener;
+import dev.memfit.io.hdf5.H5ad;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A conversion of one or many {@code .h5ad} files into shards, planned once: the inputs in the given order, each cut
+ * into shards of {@code shardSize} cells from its first cell (so a shard never holds cells of two files, and its cell
+ * table has that file's {@code obs} columns), numbered across the inputs; the vocabulary and the layout. The plan is
+ * {@link Serializable} so that an engine can send it to workers: each writes some shards with {@link #open(int)} and
+ * {@link Input#write}, the one encoding {@link ShardWriter} uses, and the caller writes the metadata last with
+ * {@link #writeMetadata}. The folder is then byte for byte what {@link ShardWriter} writes from the same plan.
+ */
+public final class ShardPlan implements Serializable {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String[] inputs;
+    private final long[] inputCells;
+    private final long[] inputBytes;
+    private final String[] inputModified;
+    private final long shardSize;
+    private final List<String> vocabulary;
+    private final ShardLayout layout;
+    /** Per shard: its input, its first row there and its cells. */
+    private final int[] shardInput;
+    private final long[] shardFirst;
+    private final long[] shardCells;
+
+    private ShardPlan(Builder settings, ShardLayout layout, List<String> vocabulary, long[] inputCells) {
+        int n = settings.inputs.size();
+        this.inputs = new String[n];
+        this.inputBytes = new long[n];
+        this.inputModified = new String[n];
+        for (int i = 0; i < n; i++) {
+            Path input = settings.inputs.get(i);
+            inputs[i] = input.toAbsolutePath().toString();
+            try {
+                // a source rewritten since (same name, new contents) must not resume onto the old shards
+                inputBytes[i] = Files.size(input);
+                inputModified[i] = Files.getLastModifiedTime(input).toString();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + input, e);
+            }
+        }
+        this.inputCells = inputCells;
+        this.shardSize = settings.shardSize;
+        this.vocabulary = List.copyOf(vocabulary);
+        this.layout = layout;
+        long total = 0;
+        for (long cells : inputCells) {
+            total += Math.ceilDiv(cells, shardSize);
+        }
+        if (total > Integer.MAX_VALUE) {
+            throw new MemfitException(Arrays.stream(inputCells).sum() + " cells in shards of " + shardSize
+                    + " would make " + total + " shards; raise optShardSize");
+        }
+        this.shardInput = new int[(int) total];
+        this.shardFirst = new long[(int) total];
+        this.shardCells = new long[(int) total];
+        int s = 0;
+        for (int i = 0; i < n; i++) {
+            for (long first = 0; first < inputCells[i]; first += shardSize, s++) {
+                shardInput[s] = i;
+                shardFirst[s] = first;
+                shardCells[s] = Math.min(shardSize, inputCells[i] - first);
+            }
+        }
+    }
+
+    /**
+     * Starts planning a conversion: {@code setInputs} is required; defaults are 100,000 cells per shard, the genes of
+     * the inputs as the vocabulary and the layout of their X.
+     *
+     * @return the builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configures a plan; {@link #plan()} opens every input, checks it and the settings, and plans the shards. */
+    public static final class Builder {
+
+        private List<Path> inputs;
+        private long shardSize = 100_000;
+        private GeneVocabulary vocabulary;
+        private ShardLayout layout;
+        private ProgressListener progress = ProgressListener.silent();
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the files to convert, in order (required): their cells follow each other in the shards.
+         *
+         * @param files one or more {@code .h5ad}
+         * @return this builder
+         */
+        public Builder setInputs(List<Path> files) {
+            this.inputs = files == null ? null : new ArrayList<>(files);
+            return this;
+        }
+
+        /**
+         * Sets the number of cells per shard (default 100,000); the last shard of each input holds its rest.
+         *
+         * @param cells at least 1
+         * @return this builder
+         */
+        public Builder optShardSize(long cells) {
+            this.shardSize = cells;
+            return this;
+        }
+
+        /**
+         * Sets the genes of every shard, in order (default: the genes of the inputs' {@code var}, in the order they
+         * first appear: one file's own genes, or the union of several); genes an input lacks are 0, genes outside the
+         * vocabulary dropped.
+         *
+         * @param genes the vocabulary, or null for the inputs' own genes
+         * @return this builder
+         */
+        public Builder optVocabulary(GeneVocabulary genes) {
+            this.vocabulary = genes;
+            return this;
+        }
+
+        /**
+         * Sets how the shards store their cells (default: {@link ShardLayout#SPARSE} when any input's X is sparse,
+         * else {@link ShardLayout#DENSE}).
+         *
+         * @param shardLayout the layout, or null for the default
+         * @return this builder
+         */
+        public Builder optLayout(ShardLayout shardLayout) {
+            this.layout = shardLayout;
+            return this;
+        }
+
+        /**
+         * Sets where the progress of opening the inputs goes (default silent): a CSC X is transposed when opened.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder optProgress(ProgressListener listener) {
+            this.progress = listener;
+            return this;
+        }
+
+        /**
+         * Opens every input, checks it against the settings and plans the shards; nothing is written.
+         *
+         * @return the plan
+         * @throws MemfitException naming the setting to change, or the input that cannot be converted and why
+         */
+        public ShardPlan plan() {
+            if (inputs == null || inputs.isEmpty()) {
+                throw new MemfitException("setInputs(files) is required: the .h5ad file(s) to convert");
+            }
+            if (inputs.contains(null)) {
+                throw new MemfitException("setInputs(files): input " + inputs.indexOf(null) + " is null; give every file");
+            }
+            if (shardSize < 1) {
+                throw new MemfitException("shard size must be at least 1 cell, got " + shardSize
+                        + "; set optShardSize (--shard-size on the command line)");
+            }
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            }
+            if (vocabulary != null && vocabulary.genes().isEmpty()) {
+                throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
+                        + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
+            }
+            long[] cells = new long[inputs.size()];
+            List<String[]> inputGenes = new ArrayList<>();
+            boolean anySparse = false;
+            for (int i = 0; i < inputs.size(); i++) {
+                Path input = inputs.get(i);
+                try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
+                    anySparse |= h5ad.sparse();
+                    inputGenes.add(h5ad.index("var"));
+                    cells[i] = h5ad.observations();
+                    if (cells[i] == 0) {
+                        throw new InvalidFileException(input, -1, "at least one cell to shard", "n_obs = 0 (X of shape [0, "
+                                + h5ad.variables() + "])");
+                    }
+                }
+            }
+            // sparse X stays sparse; dense X stays dense (it was stored dense, so it is not known to be sparse, and
+            // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
+            ShardLayout chosen = layout != null ? layout : anySparse ? ShardLayout.SPARSE : ShardLayout.DENSE;
+            List<String> genes;
+            if (vocabulary != null) {
+                genes = vocabulary.genes();
+            } else {
+                LinkedHashSet<String> union = new LinkedHashSet<>();
+                for (String[] names : inputGenes) {
+                    // each file's own genes make a vocabulary (no gene twice), as with a single input
+                    union.addAll(new GeneVocabulary(Arrays.asList(names)).genes());
+                }
+                genes = List.copyOf(union);
+            }
+            GeneVocabulary checked = new GeneVocabulary(genes);
+            for (int i = 0; i < inputs.size(); i++) {
+                String[] names = inputGenes.get(i);
+                if (names.length > 0 && Arrays.stream(checked.positionsOf(names)).allMatch(p -> p < 0)) {
+                    throw new MemfitException("none of the " + genes.size() + " genes of the vocabulary (" + sample(genes)
+                            + ") is among the " + names.length + " genes of " + inputs.get(i) + " (" + sample(Arrays.asList(names))
+                            + "): every cell would be empty; give a vocabulary (--vocab) with the file's gene names (its var index)");
+                }
+            }
+            return new ShardPlan(this, chosen, genes, cells);
+        }
+    }
+
+    /**
+     * The number of shards of all inputs.
+     *
+     * @return shards
+     */
+    public int shards() {
+        return shardInput.length;
+    }
+
+    /**
+     * The inputs, in order.
+     *
+     * @return absolute paths
+     */
+    public List<Path> inputs() {
+        return Arrays.stream(inputs).map(Path::of).toList();
+    }
+
+    /**
+     * The input a shard's cells come from.
+     *
+     * @param shard the shard number
+     * @return its index in {@link #inputs()}
+     */
+    public int input(int shard) {
+        return shardInput[shard];
+    }
+
+    /**
+     * The first row of a shard in its input.
+     *
+     * @param shard the shard number
+     * @return the row
+     */
+    public long firstRow(int shard) {
+        return shardFirst[shard];
+    }
+
+    /**
+     * The cells of a shard.
+     *
+     * @param shard the shard number
+     * @return cells, at most the shard size
+     */
+    public long cells(int shard) {
+        return shardCells[shard];
+    }
+
+    /**
+     * The cells of all inputs.
+     *
+     * @return cells
+     */
+    public long cells() {
+        return Arrays.stream(inputCells).sum();
+    }
+
+    /**
+     * The shards' genes.
+     *
+     * @return the vocabulary
+     */
+    public GeneVocabulary vocabulary() {
+        return new GeneVocabulary(vocabulary);
+    }
+
+    /**
+     * How the shards store their cells.
+     *
+     * @return the layout
+     */
+    public ShardLayout layout() {
+        return layout;
+    }
+
+    /**
+     * The largest number of cells in a shard.
+     *
+     * @return the shard size
+     */
+    public long shardSize() {
+        return shardSize;
+    }
+
+    /**
+     * Opens one input to write its shards, with silent progress.
+     *
+     * @param input its index in {@link #inputs()}
+     * @return the open input; close it when its shards are written
+     */
+    public Input open(int input) {
+        return open(input, ProgressListener.silent());
+    }
+
+    Input open(int input, ProgressListener listener) {
+        return new Input(input, H5ad.builder().setFile(Path.of(inputs[input])).optProgress(listener).open());
+    }
+
+    /**
+     * One input open for writing its shards: the reader, its {@code obs} table and the working memory of one chunk of
+     * rows (allocated at the first shard). Not thread-safe: one per thread.
+     */
+    public final class Input implements AutoCloseable {
+
+        private final int index;
+        private final H5ad h5ad;
+        private final int[] positions;
+        private final Arena arena = Arena.ofConfined();
+        private Map<String, Object> obs;
+        private String[] barcodes;
+        private ShardWriter.Buffers buffers;
+
+        private Input(int index, H5ad h5ad) {
+            this.index = index;
+            this.h5ad = h5ad;
+            this.positions = new GeneVocabulary(vocabulary).positionsOf(h5ad.index("var"));
+        }
+
+        /**
+         * The input this is.
+         *
+         * @return its index in {@link #inputs()}
+         */
+        public int index() {
+            return index;
+        }
+
+        /**
+         * Writes one shard of this input into a folder: its array files and cell table, each under a temporary name
+         * renamed when complete; the metadata is the caller's ({@link #writeMetadata}).
+         *
+         * @param shard the shard number, one of this input's
+         * @param folder the folder
+         * @param progress told of each chunk of cells written
+         * @return the shard's files with their sizes and checksums
+         */
+        public WrittenShard write(int shard, Path folder, ProgressListener.Task progress) {
+            if (shardInput[shard] != index) {
+                throw new MemfitException("shard " + shard + " is of input " + shardInput[shard] + " (" + inputs[shardInput[shard]]
+                        + "), not of input " + index + " (" + inputs[index] + ")");
+            }
+            prepare();
+            return ShardWriter.writeShard(Path.of(inputs[index]), folder, shard, h5ad, new GeneVocabulary(vocabulary),
+                    positions, layout, shardFirst[shard], shardCells[shard], obs, barcodes, buffers, progress);
+        }
+
+        /**
+         * Reads what every shard of this input needs (done by the first {@link #write} otherwise): transposes a CSC X
+         * to CSR (its progress to the listener the input was opened with), reads the {@code obs} table and allocates
+         * the working memory.
+         */
+        public void prepare() {
+            if (buffers == null) {
+                h5ad.prepareRows();
+                obs = h5ad.columns("obs");
+                barcodes = h5ad.index("obs");
+                buffers = new ShardWriter.Buffers(arena, h5ad, vocabulary.size(), layout);
+            }
+        }
+
+        @Override
+        public void close() {
+            try (h5ad) {
+                arena.close();
+            }
+        }
+    }
+
+    /**
+     * One file of a written shard, as the metadata lists it.
+     *
+     * @param role "x" (dense), "data", "indices", "indptr" (sparse) or "metadata" (the cell table)
+     * @param file the file name in the folder
+     * @param bytes its size
+     * @param crc32c the CRC32C of all its bytes
+     */
+    public record ShardFile(String role, String file, long bytes, long crc32c) implements Serializable {
+    }
+
+    /**
+     * A shard as written: what the metadata lists for it.
+     *
+     * @param shard the shard number
+     * @param cells its cells
+     * @param nnz its stored values (sparse), -1 for a dense shard
+     * @param files its files, the cell table last
+     */
+    public record WrittenShard(int shard, long cells, long nnz, List<ShardFile> files) implements Serializable {
+
+        /** Validates and copies the file list. */
+        public WrittenShard {
+            files = List.copyOf(files);
+        }
+
+        ObjectNode toJson() {
+            ObjectNode entry = ShardWriter.JSON.createObjectNode();
+            if (nnz < 0) {
+                entry.put("file", files.getFirst().file());
+            } else {
+                entry.put("nnz", nnz);
+            }
+            entry.put("metadata", files.getLast().file());
+            entry.put("cells", cells);
+            ArrayNode list = ShardWriter.JSON.createArrayNode();
+            for (ShardFile file : files) {
+                ObjectNode item = ShardWriter.JSON.createObjectNode();
+                item.put("role", file.role());
+                item.put("file", file.file());
+                item.put("bytes", file.bytes());
+                item.put("crc32c", file.crc32c());
+                list.add(item);
+            }
+            entry.set("files", list);
+            return entry;
+        }
+    }
+
+    /**
+     * The metadata of this conversion with no shard listed and {@code complete: false}: what a folder being written
+     * holds, and what an earlier run's metadata is compared with to resume.
+     */
+    ObjectNode freshMetadata() {
+        ObjectNode metadata = ShardWriter.JSON.createObjectNode();
+        metadata.put("format_version", ShardWriter.FORMAT_VERSION);
+        metadata.put("layout", layout.key());
+        if (inputs.length == 1) {
+            metadata.put("source", inputs[0]);
+            metadata.put("source_bytes", inputBytes[0]);
+            metadata.put("source_modified", inputModified[0]);
+        } else {
+            ArrayNode sources = ShardWriter.JSON.createArrayNode();
+            for (int i = 0; i < inputs.length; i++) {
+                ObjectNode source = ShardWriter.JSON.createObjectNode();
+                source.put("file", inputs[i]);
+                source.put("bytes", inputBytes[i]);
+                source.put("modified", inputModified[i]);
+                source.put("cells", inputCells[i]);
+                sources.add(source);
+            }
+            metadata.set("sources", sources);
+        }
+        metadata.put("cells", cells());
+        metadata.put("shard_size", shardSize);
+        metadata.put("dtype", "float32");
+        metadata.put("complete", false);
+        metadata.set("vocabulary", ShardWriter.JSON.valueToTree(vocabulary));
+        metadata.set("shards", ShardWriter.JSON.createArrayNode());
+        return metadata;
+    }
+
+    /**
+     * Writes the folder's metadata for a complete set (temporary name, then renamed): the last step of a conversion
+     * whose shards were written elsewhere, after every one of them.
+     *
+     * @param folder the shard folder
+     * @param written every shard of the plan, in any order
+     * @throws MemfitException when a shard is missing or listed twice
+     */
+    public void writeMetadata(Path folder, List<WrittenShard> written) {
+        WrittenShard[] byNumber = new WrittenShard[shards()];
+        for (WrittenShard shard : written) {
+            if (byNumber[shard.shard()] != null) {
+                throw new MemfitException("shard " + shard.shard() + " was written twice");
+            }
+            byNumber[shard.shard()] = shard;
+        }
+        ObjectNode metadata = freshMetadata();
+        ArrayNode listed = (ArrayNode) metadata.get("shards");
+        for (int s = 0; s < byNumber.length; s++) {
+            if (byNumber[s] == null) {
+                throw new MemfitException("shard " + s + " of " + byNumber.length + " was not written");
+            }
+            listed.add(byNumber[s].toJson());
+        }
+        metadata.put("complete", true);
+        try {
+            ShardWriter.writeAtomically(folder.resolve(ShardWriter.METADATA), metadata);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + folder.resolve(ShardWriter.METADATA), e);
+        }
+    }
+
+    /** The first few names of a list, for messages. */
+    static String sample(List<String> names) {
+        return String.join(", ", names.subList(0, Math.min(3, names.size()))) + (names.size() > 3 ? ", ..." : "");
+    }
+}

@@ -1,0 +1,247 @@
+package dev.memfit.spark;
+
+import dev.memfit.MemfitException;
+import dev.memfit.ProgressListener;
+import dev.memfit.shard.GeneVocabulary;
+import dev.memfit.shard.ShardLayout;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.shard.ShardWriter;
+import org.apache.spark.sql.SparkSession;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+
+/**
+ * The command line of the Spark engine, run by {@code ./memfit shard --engine spark ...} and
+ * {@code ./memfit bench spark-shards ...} with Spark's jars and JVM flags (never on the ordinary CLI's class path).
+ */
+@Command(name = "memfit-spark", mixinStandardHelpOptions = true, subcommands = {SparkMain.Shard.class, SparkMain.Bench.class},
+        description = "memfit on Apache Spark")
+public final class SparkMain {
+
+    private SparkMain() {
+    }
+
+    /**
+     * Runs a command; a memfit failure prints its message, not a stack trace.
+     *
+     * @param args {@code shard ...} or {@code bench ...}
+     */
+    public static void main(String[] args) {
+        CommandLine line = new CommandLine(SparkMain.class);
+        line.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            if (e instanceof MemfitException || e instanceof UncheckedIOException) {
+                System.err.println("memfit: " + e.getMessage());
+                return 1;
+            }
+            throw e;
+        });
+        System.exit(line.execute(args));
+    }
+
+    /** {@code memfit shard --engine spark INPUT... --output-dir D}. */
+    @Command(name = "shard", mixinStandardHelpOptions = true,
+            description = "Convert .h5ad files into shards on Apache Spark, one task per shard: the folder memfit shard writes, byte for byte.")
+    static final class Shard implements Callable<Integer> {
+
+        @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order")
+        private List<Path> inputs;
+
+        @Option(names = "--output-dir", required = true, description = "a new or empty folder")
+        private Path output;
+
+        @Option(names = "--shard-size", defaultValue = "100000", description = "cells per shard (default ${DEFAULT-VALUE})")
+        private long shardSize;
+
+        @Option(names = "--vocab", description = "a JSON array of gene names: the columns of every shard")
+        private Path vocabulary;
+
+        @Option(names = "--layout", description = "dense or sparse; default: sparse for a sparse X")
+        private String layout;
+
+        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        private String master;
+
+        @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable), such as spark.ui.enabled=true")
+        private Map<String, String> conf = new LinkedHashMap<>();
+
+        @Override
+        public Integer call() {
+            Map<String, String> settings = new LinkedHashMap<>();
+            settings.put("spark.ui.enabled", "false");   // a batch job; --conf spark.ui.enabled=true to watch it
+            settings.putAll(conf);
+            SparkShards.Builder builder = SparkShards.builder().setInputs(inputs).optShardSize(shardSize).optMaster(master)
+                    .optVocabulary(vocabulary == null ? null : GeneVocabulary.read(vocabulary))
+                    .optLayout(layout == null ? null : ShardLayout.of(layout));
+            settings.forEach(builder::addConfig);
+            SparkShards.Result result = builder.write(output);
+            try (ShardStore store = ShardStore.open(output)) {
+                System.out.printf("%d %s shards of %,d cells x %,d genes in %s, %.1f MB (Spark job %.1f s, %d tasks)%n",
+                        result.shards(), result.layout().key(), result.cells(), result.genes(), output,
+                        store.storedBytes() / 1e6, result.jobSeconds(), result.tasks());
+            }
+            return 0;
+        }
+    }
+
+    /** {@code memfit bench spark-shards}: single process vs Spark local[1..n], with the session start apart. */
+    @Command(name = "bench", mixinStandardHelpOptions = true,
+            description = "Time .h5ad -> shards: single process vs Spark local[1], local[2], ... (Spark's session start reported apart). Figures are this machine's, noisy on a busy one.")
+    static final class Bench implements Callable<Integer> {
+
+        @Option(names = "--input", description = "the .h5ad files (default: one written by anndata's write_h5ad with its defaults, --cells cells)", split = ",")
+        private List<Path> inputs;
+
+        @Option(names = "--cells", defaultValue = "50000", description = "cells of the generated file (default ${DEFAULT-VALUE})")
+        private long cells;
+
+        @Option(names = "--genes", defaultValue = "2000", description = "genes of the generated file (default ${DEFAULT-VALUE})")
+        private int genes;
+
+        @Option(names = "--shard-size", defaultValue = "10000", description = "cells per shard (default ${DEFAULT-VALUE})")
+        private long shardSize;
+
+        @Option(names = "--cores", defaultValue = "1,2", split = ",", description = "Spark local[n] for each n (default ${DEFAULT-VALUE})")
+        private List<Integer> cores;
+
+        @Option(names = "--work", defaultValue = "build/bench/spark", description = "folder for the generated file and the shards (default ${DEFAULT-VALUE})")
+        private Path work;
+
+        @Override
+        public Integer call() throws IOException {
+            Files.createDirectories(work);
+            List<Path> files = inputs != null ? inputs : List.of(generate(work, cells, genes));
+            long total = 0;
+            // warm-up (not counted): the JIT and the page cache, for every run below alike
+            Path warm = work.resolve("shards-warmup");
+            deleteTree(warm);
+            ShardWriter.Result warmed = ShardWriter.builder().setInputs(files).optShardSize(shardSize)
+                    .optProgress(ProgressListener.silent()).write(warm);
+            total = warmed.cells();
+            List<String[]> rows = new ArrayList<>();
+            Path single = work.resolve("shards-single");
+            deleteTree(single);
+            long start = System.nanoTime();
+            ShardWriter.builder().setInputs(files).optShardSize(shardSize).optProgress(ProgressListener.silent()).write(single);
+            double singleSeconds = (System.nanoTime() - start) / 1e9;
+            rows.add(row("single process", "-", singleSeconds, total, singleSeconds, singleSeconds));
+            // Spark's first session in a JVM loads its classes (seconds): timed apart, then one conversion (not
+            // counted) warms Spark's code as the warm-up above warmed memfit's
+            long cold = System.nanoTime();
+            SparkSession first = SparkShards.start("local[" + cores.getFirst() + "]", Map.of("spark.ui.enabled", "false"));
+            double coldStart = (System.nanoTime() - cold) / 1e9;
+            try {
+                Path sparkWarm = work.resolve("shards-spark-warmup");
+                deleteTree(sparkWarm);
+                SparkShards.builder().setInputs(files).optShardSize(shardSize).optSession(first)
+                        .optProgress(ProgressListener.silent()).write(sparkWarm);
+            } finally {
+                first.stop();
+            }
+            for (int n : cores) {
+                Path folder = work.resolve("shards-spark-" + n);
+                deleteTree(folder);
+                long begin = System.nanoTime();
+                SparkSession spark = SparkShards.start("local[" + n + "]", Map.of("spark.ui.enabled", "false"));
+                double startup = (System.nanoTime() - begin) / 1e9;
+                try {
+                    SparkShards.Result result = SparkShards.builder().setInputs(files).optShardSize(shardSize)
+                            .optSession(spark).optProgress(ProgressListener.silent()).write(folder);
+                    rows.add(row("Spark local[" + n + "]", String.format("%.2f", startup), result.jobSeconds(), total,
+                            singleSeconds, result.jobSeconds() + startup));
+                } finally {
+                    spark.stop();
+                }
+                if (!sameFiles(single, folder)) {
+                    throw new MemfitException(folder + " differs from " + single + ": the engines must write the same bytes");
+                }
+            }
+            System.out.printf("%n.h5ad -> shards, %,d cells in %d file(s), %,d cells per shard, on %d cores (noisy on a busy machine)%n",
+                    total, files.size(), shardSize, Runtime.getRuntime().availableProcessors());
+            System.out.printf("Spark's first session start in this JVM (class loading): %.2f s; the sessions below start warm%n", coldStart);
+            String format = "%-16s %12s %10s %12s %14s %16s%n";
+            System.out.printf(format, "engine", "startup s", "job s", "cells/s", "vs single", "incl. startup");
+            for (String[] row : rows) {
+                System.out.printf(format, (Object[]) row);
+            }
+            System.out.println("every Spark folder equals the single-process folder byte for byte");
+            return 0;
+        }
+
+        private static String[] row(String engine, String startup, double seconds, long cells, double single, double withStartup) {
+            return new String[]{engine, startup, String.format("%.2f", seconds), String.format("%,.0f", cells / seconds),
+                    String.format("%.2fx time", seconds / single), String.format("%.2fx time", withStartup / single)};
+        }
+
+        /** An .h5ad written by anndata's {@code write_h5ad()} with its defaults (CSR, ~10% non-zero counts). */
+        private static Path generate(Path folder, long cells, int genes) throws IOException {
+            Path file = folder.resolve("atlas-" + cells + "x" + genes + ".h5ad");
+            if (Files.exists(file)) {
+                return file;
+            }
+            String script = """
+                    import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad
+                    n, g = int(sys.argv[2]), int(sys.argv[3])
+                    rng = np.random.default_rng(0)
+                    x = sp.random(n, g, density=0.1, format='csr', dtype=np.float32, random_state=1)
+                    x.data = np.ceil(x.data * 10).astype(np.float32)
+                    obs = pd.DataFrame({'cell_type': pd.Categorical(rng.choice(['B', 'T', 'NK', 'Mono'], n))},
+                                       index=['c%d' % i for i in range(n)])
+                    ad.AnnData(x, obs=obs, var=pd.DataFrame(index=['g%d' % j for j in range(g)])).write_h5ad(sys.argv[1])
+                    """;
+            Path temporary = folder.resolve("writing-" + file.getFileName());
+            Process python = new ProcessBuilder("/usr/bin/python3", "-c", script, temporary.toString(),
+                    Long.toString(cells), Integer.toString(genes)).inheritIO().start();
+            try {
+                if (python.waitFor() != 0) {
+                    throw new MemfitException("/usr/bin/python3 with anndata could not write " + file
+                            + " (apt-get install python3-anndata), or pass --input");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new MemfitException("interrupted while writing " + file);
+            }
+            Files.move(temporary, file);
+            return file;
+        }
+
+        private static boolean sameFiles(Path a, Path b) throws IOException {
+            try (Stream<Path> listA = Files.list(a); Stream<Path> listB = Files.list(b)) {
+                List<String> namesA = listA.map(p -> p.getFileName().toString()).filter(n -> !n.startsWith(".")).sorted().toList();
+                List<String> namesB = listB.map(p -> p.getFileName().toString()).filter(n -> !n.startsWith(".")).sorted().toList();
+                if (!namesA.equals(namesB)) {
+                    return false;
+                }
+                for (String name : namesA) {
+                    if (Files.mismatch(a.resolve(name), b.resolve(name)) != -1) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+        }
+
+        private static void deleteTree(Path folder) throws IOException {
+            if (Files.exists(folder)) {
+                try (Stream<Path> walk = Files.walk(folder)) {
+                    for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
+                        Files.delete(path);
+                    }
+                }
+            }
+        }
+    }
+}
