@@ -1,8 +1,7 @@
 package dev.memfit.data;
 
-import com.fasterxml.jackson.annotation.JsonCreator;
-import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.MemfitException;
 
@@ -76,17 +75,6 @@ public record LoaderState(String source, long samples, String sampler, int batch
         this(source, samples, sampler, batchSize, dropLast, epoch, batchesDone, 0, 1);
     }
 
-    /** For JSON: a state written before rank and world size were saved reads as rank 0 of 1. */
-    @JsonCreator
-    static LoaderState fromFields(@JsonProperty("source") String source, @JsonProperty("samples") long samples,
-                                  @JsonProperty("sampler") String sampler, @JsonProperty("batchSize") int batchSize,
-                                  @JsonProperty("dropLast") boolean dropLast, @JsonProperty("epoch") long epoch,
-                                  @JsonProperty("batchesDone") long batchesDone, @JsonProperty("rank") Integer rank,
-                                  @JsonProperty("worldSize") Integer worldSize) {
-        return new LoaderState(source, samples, sampler, batchSize, dropLast, epoch, batchesDone,
-                rank == null ? 0 : rank, worldSize == null ? 1 : worldSize);
-    }
-
     /**
      * This state at another position, the data and settings unchanged.
      *
@@ -155,10 +143,51 @@ public record LoaderState(String source, long samples, String sampler, int batch
      * @throws MemfitException when the text is not a loader state
      */
     public static LoaderState fromJson(String json) {
+        JsonNode node;
         try {
-            return JSON.readValue(json, LoaderState.class);
+            node = JSON.readTree(json);
         } catch (JsonProcessingException e) {
             throw new MemfitException("not a loader state: " + e.getOriginalMessage(), e);
         }
+        if (node == null || !node.isObject()) {
+            throw new MemfitException("not a loader state: expected a JSON object, got " + json);
+        }
+        // a state written before rank and world size were saved reads as rank 0 of 1
+        return new LoaderState(text(node, "source"), number(node, "samples").asLong(), text(node, "sampler"),
+                number(node, "batchSize").asInt(), bool(node, "dropLast"), number(node, "epoch").asLong(),
+                number(node, "batchesDone").asLong(), node.has("rank") ? number(node, "rank").asInt() : 0,
+                node.has("worldSize") ? number(node, "worldSize").asInt() : 1);
+    }
+
+    private static JsonNode field(JsonNode node, String name) {
+        JsonNode value = node.get(name);
+        if (value == null || value.isNull()) {
+            throw new MemfitException("not a loader state: the field \"" + name + "\" is missing in " + node);
+        }
+        return value;
+    }
+
+    private static JsonNode number(JsonNode node, String name) {
+        JsonNode value = field(node, name);
+        if (!value.isIntegralNumber()) {
+            throw new MemfitException("not a loader state: \"" + name + "\" should be a whole number, got " + value);
+        }
+        return value;
+    }
+
+    private static boolean bool(JsonNode node, String name) {
+        JsonNode value = field(node, name);
+        if (!value.isBoolean()) {
+            throw new MemfitException("not a loader state: \"" + name + "\" should be true or false, got " + value);
+        }
+        return value.asBoolean();
+    }
+
+    private static String text(JsonNode node, String name) {
+        JsonNode value = field(node, name);
+        if (!value.isTextual()) {
+            throw new MemfitException("not a loader state: \"" + name + "\" should be text, got " + value);
+        }
+        return value.asText();
     }
 }
