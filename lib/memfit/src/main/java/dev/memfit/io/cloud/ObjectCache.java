@@ -87,10 +87,10 @@ public final class ObjectCache implements Storage {
     public static final int PIECE = 32 * 1024;
     /** The default block size: 8 MiB. */
     public static final int DEFAULT_BLOCK_BYTES = 8 << 20;
-    private static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
-    private static final String BLOCK_SUFFIX = ".block";
-    private static final String STAGED = "object";
-    private static final String STAGED_NOTE = "object.verified";
+    static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
+    static final String BLOCK_SUFFIX = ".block";
+    static final String STAGED = "object";
+    static final String STAGED_NOTE = "object.verified";
     private static final int OPEN_BLOCKS = 64;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
@@ -660,11 +660,19 @@ public final class ObjectCache implements Storage {
         });
     }
 
-    private interface Locked {
+    interface Locked {
         void run() throws IOException;
     }
 
     private void withFolderLock(Locked work) throws IOException {
+        withFolderLock(folder, work);
+    }
+
+    /**
+     * Runs work under the exclusive lock of a cache folder: this JVM's lock for the folder, then the file lock on
+     * {@code FOLDER/.lock} that other processes take.
+     */
+    static void withFolderLock(Path folder, Locked work) throws IOException {
         ReentrantLock inProcess = FOLDER_LOCKS.computeIfAbsent(folder, f -> new ReentrantLock());
         inProcess.lock();
         try (FileChannel channel = FileChannel.open(folder.resolve(".lock"), StandardOpenOption.CREATE,
@@ -736,7 +744,7 @@ public final class ObjectCache implements Storage {
         return files;
     }
 
-    private static boolean isCachedName(String name) {
+    static boolean isCachedName(String name) {
         return (name.endsWith(BLOCK_SUFFIX) || name.equals(STAGED)) && !TempFiles.isTemporary(name);
     }
 
@@ -924,7 +932,7 @@ public final class ObjectCache implements Storage {
         return Math.min(blockBytes, info.size() - block * blockBytes);
     }
 
-    private static int pieces(long length) {
+    static int pieces(long length) {
         return (int) ((length + PIECE - 1) / PIECE);
     }
 
