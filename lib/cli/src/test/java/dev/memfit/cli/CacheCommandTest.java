@@ -1,5 +1,8 @@
 package dev.memfit.cli;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.memfit.PythonPeer;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.io.cloud.S3TestServer;
@@ -14,7 +17,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -121,5 +128,49 @@ class CacheCommandTest {
         }
         CliRun empty = CliRun.of("cache", "ls", "--dir", folder.toString());
         assertTrue(empty.out().contains("0 objects"), empty.out());
+    }
+
+    /**
+     * {@code memfit inspect s3://...} as a user runs it: its own process, the endpoint, credentials and cache folder
+     * from the environment only; the facts and the sum are numpy's for a file numpy wrote, and the object lands in
+     * the cache ({@code cache ls}).
+     */
+    @Test
+    void inspectReadsANpyObjectThroughTheCacheOfTheEnvironment(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("x.npy");
+        double numpySum = Double.parseDouble(PythonPeer.run("""
+                import sys, numpy as np
+                a = np.random.default_rng(3).standard_normal((5000, 11))
+                np.save(sys.argv[1], a)
+                print(repr(float(a.sum(dtype=np.float64))))
+                """, file));
+        server.put("atlas", "cells/x.npy", Files.readAllBytes(file));
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                Main.class.getName(), "inspect", "s3://atlas/cells/x.npy", "--json"));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(dir.resolve("err.txt").toFile());
+        Map<String, String> environment = builder.environment();
+        environment.keySet().removeIf(name -> name.startsWith("AWS_") || name.startsWith("MEMFIT_CACHE"));
+        environment.put("AWS_ENDPOINT_URL", server.endpoint().toString());
+        environment.put("AWS_ACCESS_KEY_ID", S3TestServer.ACCESS_KEY);
+        environment.put("AWS_SECRET_ACCESS_KEY", S3TestServer.SECRET_KEY);
+        environment.put("MEMFIT_CACHE_DIR", folder.toString());
+        Process process = builder.start();
+        String out = new String(process.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(2, TimeUnit.MINUTES));
+        String err = Files.readString(dir.resolve("err.txt"));
+        assertEquals(0, process.exitValue(), err);
+        assertFalse(err.contains(S3TestServer.SECRET_KEY) || out.contains(S3TestServer.SECRET_KEY));
+        JsonNode json = new ObjectMapper().readTree(out);
+        assertEquals("s3://atlas/cells/x.npy", json.get("file").asText());
+        assertEquals("[5000,11]", json.get("shape").toString());
+        assertEquals("float64 (<f8)", json.get("dtype").asText());
+        assertEquals(Files.size(file), json.get("size_on_disk").asLong());
+        assertEquals(numpySum, json.get("sum").asDouble(), 1e-9 * Math.max(1, Math.abs(numpySum)));
+
+        long size = Files.size(file);
+        CliRun ls = CliRun.of("cache", "ls", "--dir", folder.toString());
+        assertTrue(ls.out().lines().anyMatch(line -> line.startsWith("s3://atlas/cells/x.npy ")
+                && line.contains(" " + size + " ")), ls.out());
     }
 }
