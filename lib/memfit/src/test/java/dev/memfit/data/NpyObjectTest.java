@@ -141,6 +141,36 @@ class NpyObjectTest {
     }
 
     @Test
+    void aGsObjectReadsThroughTheGcsEndpointWithHmacKeys() {
+        // gs:// goes through GCS's S3-compatible XML API: here S3Proxy stands in for storage.googleapis.com
+        try (ObjectCache cache = ObjectCache.builder()
+                .setStore(server.store(java.net.URI.create("http://127.0.0.1:9/unused"))
+                        .optGcsEndpoint(server.endpoint())
+                        .optGcsCredentials(S3TestServer.ACCESS_KEY, S3TestServer.SECRET_KEY).build())
+                .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(64L << 20).build();
+             Loader loader = Datasets.npy("gs://" + BUCKET + "/cells/f32.npy").optCache(cache).lazy(2)
+                     .optBatchSize(128).optShuffle(11).build()) {
+            assertEquals(ROWS, checkEpoch(loader, 0, expected32, new HashSet<>()));
+        }
+    }
+
+    @Test
+    void theCacheSettingsComeFromTheEnvironment() {
+        assertEquals(Path.of("/scratch/c"), ObjectCache.defaultFolder(java.util.Map.of("MEMFIT_CACHE_DIR", "/scratch/c",
+                "XDG_CACHE_HOME", "/x")));
+        assertEquals(Path.of("/x/memfit/objects"), ObjectCache.defaultFolder(java.util.Map.of("XDG_CACHE_HOME", "/x")));
+        assertEquals(Path.of(System.getProperty("user.home"), ".cache", "memfit", "objects"),
+                ObjectCache.defaultFolder(java.util.Map.of()));
+        assertEquals(50L << 30, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "50G")));
+        assertEquals(512L << 20, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "512MiB")));
+        assertEquals(1_000_000L, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "1000000")));
+        assertEquals(10L << 30, ObjectCache.defaultLimit(java.util.Map.of()));
+        MemfitException bad = assertThrows(MemfitException.class,
+                () -> ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "lots")));
+        assertTrue(bad.getMessage().contains("MEMFIT_CACHE_LIMIT=lots"), bad.getMessage());
+    }
+
+    @Test
     void randomRowsAcrossBlockBoundariesEqualNumpy() {
         ObjectUri uri = ObjectUri.parse("s3://" + BUCKET + "/cells/f32.npy");
         try (ObjectCache cache = cache()) {
