@@ -96,8 +96,8 @@ public final class NpyDataset {
 
     /**
      * Reads rows on demand with a pool of reader threads, as float32: an object in blocks through the cache, a
-     * local file from a memory mapping. For objects, the threads are also how many blocks are fetched at once when
-     * a batch misses.
+     * local file from a memory mapping. For objects, a batch's missing blocks are fetched by up to this many readers
+     * at once, within the cache's own limit on parallel requests ({@link ObjectCache.Builder#optParallelRequests}).
      *
      * @param threads concurrent reads per batch
      * @return the loader settings
