@@ -6,6 +6,9 @@ import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.data.Datasets;
 import dev.memfit.io.Formats;
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.source.SampleSource;
 import dev.memfit.io.hdf5.H5ad;
@@ -37,7 +40,7 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, an .h5 written by pack or a folder of .npy samples")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, a .npy object (s3://bucket/x.npy, gs://..., through the cache of MEMFIT_CACHE_DIR), an .h5 written by pack or a folder of .npy samples")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
@@ -63,6 +66,9 @@ final class InspectCommand implements Callable<Integer> {
      * @return name to value
      */
     static Map<String, Object> inspect(Path file) {
+        if (ObjectUri.isObject(file.toString())) {
+            return inspectObject(ObjectUri.of(file));
+        }
         Formats.DataFile data = Datasets.describe(file);   // shard folders too
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("file", file.toString());
@@ -82,6 +88,47 @@ final class InspectCommand implements Callable<Integer> {
         facts.put("size_on_disk", data.bytesOnDisk());
         facts.put("sum", sum(data));
         return facts;
+    }
+
+    /**
+     * An object in a bucket ({@code .npy} for now), read through the cache of the environment
+     * ({@link ObjectCache#fromEnvironment()}): the header from its first block, the sum from every block.
+     */
+    private static Map<String, Object> inspectObject(ObjectUri uri) {
+        if (!uri.key().toLowerCase(Locale.ROOT).endsWith(".npy")) {
+            throw new MemfitException(uri + ": inspect reads .npy objects from buckets (other formats: copy the "
+                    + "object to local disk first)");
+        }
+        try (ObjectCache cache = ObjectCache.fromEnvironment()) {
+            Path path = uri.toPath();
+            Formats.DataFile data = Formats.openNpy(cache, path);
+            Map<String, Object> facts = new LinkedHashMap<>();
+            facts.put("file", uri.toString());
+            facts.putAll(data.facts());
+            facts.put("size_on_disk", data.bytesOnDisk());
+            facts.put("sum", sumElements(cache, path, Npy.readHeader(cache, path)));
+            return facts;
+        }
+    }
+
+    /** Every element of a {@code .npy} summed in float64 from its stored type, in reads of about 32 MB. */
+    private static double sumElements(Storage storage, Path file, NpyHeader header) {
+        DType dtype = header.dtype();
+        long size = dtype.byteSize();
+        long count = header.elementCount();
+        double sum = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            long chunk = Math.max(1, Math.min(count, (32L << 20) / size));
+            MemorySegment buffer = arena.allocate(Math.max(1, chunk * size), 8);
+            for (long first = 0; first < count; first += chunk) {
+                long n = Math.min(chunk, count - first);
+                storage.read(file, header.dataOffset() + first * size, buffer.asSlice(0, n * size));
+                for (long v = 0; v < n; v++) {
+                    sum += dtype.getDouble(buffer, v * size, header.byteOrder());
+                }
+            }
+        }
+        return sum;
     }
 
     private static double sum(Formats.DataFile data) {

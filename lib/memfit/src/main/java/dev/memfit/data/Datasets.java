@@ -49,6 +49,19 @@ public final class Datasets {
     }
 
     /**
+     * A numpy {@code .npy} file whose rows are the samples, named by a local path or an object address
+     * ({@code s3://bucket/x.npy}, {@code gs://bucket/x.npy}), which is read through a verified local cache
+     * ({@link NpyDataset#lazy}, {@link NpyDataset#optCache}).
+     *
+     * @param pathOrUri a local path or an object address
+     * @return the next step: lazy, mapped (local files) or in memory
+     */
+    public static NpyDataset npy(String pathOrUri) {
+        return dev.memfit.io.cloud.ObjectUri.isObject(pathOrUri)
+                ? new NpyDataset(dev.memfit.io.cloud.ObjectUri.parse(pathOrUri)) : new NpyDataset(Path.of(pathOrUri));
+    }
+
+    /**
      * Particle images: one {@code .mrcs} stack, a {@code .txt} list of stacks or a RELION {@code .star} file.
      *
      * @param path the stack or listing

@@ -157,6 +157,33 @@ public final class Formats {
     }
 
     /**
+     * Describes a {@code .npy} read through a storage, such as an object in a bucket through an object cache (its
+     * path form, {@code s3:/bucket/key}): only the header's bytes are read.
+     *
+     * @param storage where the bytes come from
+     * @param file the file or object
+     * @return the description, as {@link #open} gives for a local {@code .npy}
+     */
+    public static DataFile openNpy(dev.memfit.io.storage.Storage storage, Path file) {
+        return npy(file, Npy.readHeader(storage, file), storage.size(file));
+    }
+
+    private static DataFile npy(Path path, NpyHeader header, long bytes) {
+        Map<String, Object> facts = new LinkedHashMap<>();
+        long[] shape = header.shape();
+        facts.put("format", "npy " + header.majorVersion() + ".0");
+        facts.put("shape", shape);
+        facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT) + " (" + header.dtype().descr(header.byteOrder()) + ")");
+        facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
+        facts.put("memory_order", header.fortranOrder() ? "Fortran (column-major)" : "C (row-major)");
+        facts.put("elements", header.elementCount());
+        facts.put("data_offset", header.dataOffset());
+        long samples = shape.length == 0 ? 1 : shape[0];
+        long[] sample = shape.length == 0 ? new long[0] : java.util.Arrays.copyOfRange(shape, 1, shape.length);
+        return new DataFile(path, Format.NPY, samples, sample, header.dtype(), bytes, facts);
+    }
+
+    /**
      * Describes what a path holds: reads headers and metadata only, never the data.
      *
      * @param path a file or folder
@@ -167,20 +194,7 @@ public final class Formats {
         Format format = detect(path);
         Map<String, Object> facts = new LinkedHashMap<>();
         return switch (format) {
-            case NPY -> {
-                NpyHeader header = Npy.readHeader(path);
-                long[] shape = header.shape();
-                facts.put("format", "npy " + header.majorVersion() + ".0");
-                facts.put("shape", shape);
-                facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT) + " (" + header.dtype().descr(header.byteOrder()) + ")");
-                facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
-                facts.put("memory_order", header.fortranOrder() ? "Fortran (column-major)" : "C (row-major)");
-                facts.put("elements", header.elementCount());
-                facts.put("data_offset", header.dataOffset());
-                long samples = shape.length == 0 ? 1 : shape[0];
-                long[] sample = shape.length == 0 ? new long[0] : java.util.Arrays.copyOfRange(shape, 1, shape.length);
-                yield new DataFile(path, format, samples, sample, header.dtype(), size(List.of(path)), facts);
-            }
+            case NPY -> npy(path, Npy.readHeader(path), size(List.of(path)));
             case MRC, STACK_LIST, STAR -> {
                 ParticleStack stack = ParticleStack.open(path);
                 boolean single = format == Format.MRC;

@@ -87,10 +87,10 @@ public final class ObjectCache implements Storage {
     public static final int PIECE = 32 * 1024;
     /** The default block size: 8 MiB. */
     public static final int DEFAULT_BLOCK_BYTES = 8 << 20;
-    private static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
-    private static final String BLOCK_SUFFIX = ".block";
-    private static final String STAGED = "object";
-    private static final String STAGED_NOTE = "object.verified";
+    static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
+    static final String BLOCK_SUFFIX = ".block";
+    static final String STAGED = "object";
+    static final String STAGED_NOTE = "object.verified";
     private static final int OPEN_BLOCKS = 64;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
@@ -229,6 +229,80 @@ public final class ObjectCache implements Storage {
                 throw new MemfitException("ObjectCache: optParallelRequests must be at least 1, got " + parallelRequests);
             }
             return new ObjectCache(this);
+        }
+    }
+
+    /** The environment variable naming the cache folder (default {@code ~/.cache/memfit/objects}). */
+    public static final String FOLDER_VARIABLE = "MEMFIT_CACHE_DIR";
+    /** The environment variable holding the cache's size limit: bytes, or a number with K, M, G or T (binary). */
+    public static final String LIMIT_VARIABLE = "MEMFIT_CACHE_LIMIT";
+
+    /**
+     * A cache set up from the environment: the store of {@link ObjectStore#fromEnvironment()}, the folder of
+     * {@link #defaultFolder} and the limit of {@link #defaultLimit}, with 8 MiB blocks.
+     *
+     * @return the cache; closing it closes the store
+     */
+    public static ObjectCache fromEnvironment() {
+        Map<String, String> environment = System.getenv();
+        return builder().setStore(ObjectStore.fromEnvironment()).setFolder(defaultFolder(environment))
+                .optLimitBytes(defaultLimit(environment)).build();
+    }
+
+    /**
+     * The cache folder the environment names: {@value #FOLDER_VARIABLE}, else {@code $XDG_CACHE_HOME/memfit/objects},
+     * else {@code ~/.cache/memfit/objects}.
+     *
+     * @param environment the variables, such as {@link System#getenv()}
+     * @return the folder (it may not exist yet)
+     */
+    public static Path defaultFolder(Map<String, String> environment) {
+        String named = environment.get(FOLDER_VARIABLE);
+        if (named != null && !named.isBlank()) {
+            return Path.of(named.strip());
+        }
+        String xdg = environment.get("XDG_CACHE_HOME");
+        Path base = xdg != null && !xdg.isBlank() ? Path.of(xdg.strip())
+                : Path.of(System.getProperty("user.home"), ".cache");
+        return base.resolve("memfit").resolve("objects");
+    }
+
+    /**
+     * The size limit the environment sets with {@value #LIMIT_VARIABLE} ({@code 50G}, {@code 512M}, or bytes), else
+     * 10 GiB.
+     *
+     * @param environment the variables
+     * @return bytes
+     * @throws MemfitException when the variable is not a size
+     */
+    public static long defaultLimit(Map<String, String> environment) {
+        String text = environment.get(LIMIT_VARIABLE);
+        if (text == null || text.isBlank()) {
+            return 10L << 30;
+        }
+        String value = text.strip().toUpperCase(java.util.Locale.ROOT);
+        if (value.endsWith("IB")) {
+            value = value.substring(0, value.length() - 2);
+        } else if (value.endsWith("B")) {
+            value = value.substring(0, value.length() - 1);
+        }
+        int shift = switch (value.isEmpty() ? ' ' : value.charAt(value.length() - 1)) {
+            case 'K' -> 10;
+            case 'M' -> 20;
+            case 'G' -> 30;
+            case 'T' -> 40;
+            default -> 0;
+        };
+        String number = shift == 0 ? value : value.substring(0, value.length() - 1).strip();
+        try {
+            double amount = Double.parseDouble(number);
+            if (!(amount > 0) || Double.isInfinite(amount)) {
+                throw new NumberFormatException(number);
+            }
+            return (long) (amount * (1L << shift));
+        } catch (NumberFormatException e) {
+            throw new MemfitException(LIMIT_VARIABLE + "=" + text + ": expected a size such as 50G, 512M or a number "
+                    + "of bytes");
         }
     }
 
@@ -586,11 +660,19 @@ public final class ObjectCache implements Storage {
         });
     }
 
-    private interface Locked {
+    interface Locked {
         void run() throws IOException;
     }
 
     private void withFolderLock(Locked work) throws IOException {
+        withFolderLock(folder, work);
+    }
+
+    /**
+     * Runs work under the exclusive lock of a cache folder: this JVM's lock for the folder, then the file lock on
+     * {@code FOLDER/.lock} that other processes take.
+     */
+    static void withFolderLock(Path folder, Locked work) throws IOException {
         ReentrantLock inProcess = FOLDER_LOCKS.computeIfAbsent(folder, f -> new ReentrantLock());
         inProcess.lock();
         try (FileChannel channel = FileChannel.open(folder.resolve(".lock"), StandardOpenOption.CREATE,
@@ -662,7 +744,7 @@ public final class ObjectCache implements Storage {
         return files;
     }
 
-    private static boolean isCachedName(String name) {
+    static boolean isCachedName(String name) {
         return (name.endsWith(BLOCK_SUFFIX) || name.equals(STAGED)) && !TempFiles.isTemporary(name);
     }
 
@@ -850,7 +932,7 @@ public final class ObjectCache implements Storage {
         return Math.min(blockBytes, info.size() - block * blockBytes);
     }
 
-    private static int pieces(long length) {
+    static int pieces(long length) {
         return (int) ((length + PIECE - 1) / PIECE);
     }
 

@@ -55,6 +55,33 @@ public final class Npy {
         }
     }
 
+    /**
+     * Reads and validates a file's header through a storage, such as an object cache (the path form of an object,
+     * {@code s3:/bucket/key}): only the header's bytes are read.
+     *
+     * @param storage where the bytes come from
+     * @param file the {@code .npy} file or object
+     * @return the header
+     * @throws InvalidFileException when the file is not a valid, supported {@code .npy} file
+     */
+    public static NpyHeader readHeader(dev.memfit.io.storage.Storage storage, Path file) {
+        long size = storage.size(file);
+        ByteBuffer prefix = readPrefix(storage, file, Math.min(size, HEADER_PROBE_BYTES));
+        if (prefix.remaining() >= 12 && prefix.get(6) > 1) {
+            long declared = 12L + Integer.toUnsignedLong(prefix.order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(8));
+            if (declared > prefix.capacity() && declared <= size && declared <= 12L + NpyHeader.MAX_HEADER_BYTES) {
+                prefix = readPrefix(storage, file, declared);
+            }
+        }
+        return NpyHeader.decode(file, prefix, size);
+    }
+
+    private static ByteBuffer readPrefix(dev.memfit.io.storage.Storage storage, Path file, long bytes) {
+        ByteBuffer prefix = ByteBuffer.allocate(Math.toIntExact(bytes));
+        storage.read(file, 0, java.lang.foreign.MemorySegment.ofBuffer(prefix));
+        return prefix;
+    }
+
     private static NpyHeader readHeader(Path file, FileChannel channel) throws IOException {
         long size = channel.size();
         ByteBuffer prefix = ByteBuffer.allocate((int) Math.min(size, HEADER_PROBE_BYTES));

@@ -19,15 +19,15 @@ import java.util.List;
  * A real S3 server for tests: S3Proxy in this JVM on 127.0.0.1 (a free port, a temporary filesystem backend, SigV4
  * with fixed test credentials), and an SDK client that uploads objects to it.
  */
-final class S3TestServer implements AutoCloseable {
+public final class S3TestServer implements AutoCloseable {
 
-    static final String ACCESS_KEY = "memfit-test-access";
-    static final String SECRET_KEY = "memfit-test-secret-do-not-print";
+    public static final String ACCESS_KEY = "memfit-test-access";
+    public static final String SECRET_KEY = "memfit-test-secret-do-not-print";
 
     private final S3ProxyJunitCore proxy;
     final S3Client client;
 
-    S3TestServer() throws Exception {
+    public S3TestServer() throws Exception {
         proxy = new S3ProxyJunitCore.Builder().withCredentials(ACCESS_KEY, SECRET_KEY).build();
         proxy.beforeEach();
         client = S3Client.builder().endpointOverride(endpoint()).forcePathStyle(true).region(Region.US_EAST_1)
@@ -36,27 +36,27 @@ final class S3TestServer implements AutoCloseable {
                 .httpClient(UrlConnectionHttpClient.create()).build();
     }
 
-    URI endpoint() {
+    public URI endpoint() {
         return proxy.getUri();
     }
 
     /** A store that talks to this server (or to another endpoint in front of it, such as a fault proxy). */
-    ObjectStore.Builder store(URI endpoint) {
+    public ObjectStore.Builder store(URI endpoint) {
         return ObjectStore.builder().optEnvironment(java.util.Map.of()).optEndpoint(endpoint)
                 .optCredentials(ACCESS_KEY, SECRET_KEY);
     }
 
-    void createBucket(String bucket) {
+    public void createBucket(String bucket) {
         client.createBucket(r -> r.bucket(bucket));
     }
 
     /** Uploads in one PUT: the ETag is the MD5 of the bytes. */
-    String put(String bucket, String key, byte[] bytes) {
+    public String put(String bucket, String key, byte[] bytes) {
         return ObjectInfo.unquote(client.putObject(r -> r.bucket(bucket).key(key), RequestBody.fromBytes(bytes)).eTag());
     }
 
     /** Uploads in parts of {@code partBytes} (the last one shorter): the ETag ends in {@code -N}. */
-    String putMultipart(String bucket, String key, byte[] bytes, int partBytes) {
+    public String putMultipart(String bucket, String key, byte[] bytes, int partBytes) {
         String upload = client.createMultipartUpload(r -> r.bucket(bucket).key(key)).uploadId();
         List<CompletedPart> parts = new ArrayList<>();
         for (int start = 0, number = 1; start < bytes.length; start += partBytes, number++) {
