@@ -25,10 +25,11 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 
 /**
- * The command line of the Spark engine, run by {@code ./memfit shard --engine spark ...} and
+ * The command line of the Spark engine, run by {@code ./memfit shard --engine spark ...},
+ * {@code ./memfit preprocess --engine spark ...} and
  * {@code ./memfit bench spark-shards ...} with Spark's jars and JVM flags (never on the ordinary CLI's class path).
  */
-@Command(name = "memfit-spark", mixinStandardHelpOptions = true, subcommands = {SparkMain.Shard.class, SparkMain.Bench.class},
+@Command(name = "memfit-spark", mixinStandardHelpOptions = true, subcommands = {SparkMain.Shard.class, SparkMain.Preprocess.class, SparkMain.Bench.class},
         description = "memfit on Apache Spark")
 public final class SparkMain {
 
@@ -93,6 +94,42 @@ public final class SparkMain {
                         result.shards(), result.layout().key(), result.cells(), result.genes(), output,
                         store.storedBytes() / 1e6, result.jobSeconds(), result.tasks());
             }
+            return 0;
+        }
+    }
+
+    /** {@code memfit preprocess --engine spark --input RAW --output OUT}. */
+    @Command(name = "preprocess", mixinStandardHelpOptions = true,
+            description = "Normalize, log1p and keep the highly variable genes on Apache Spark: the genes and values memfit preprocess writes.")
+    static final class Preprocess implements Callable<Integer> {
+
+        @Option(names = "--input", required = true, description = "raw counts (.h5ad), on a file system every executor sees")
+        private Path input;
+
+        @Option(names = "--output", required = true, description = "the processed .h5ad to write")
+        private Path output;
+
+        @Option(names = "--hvg", defaultValue = "4000", description = "highly variable genes to keep (default ${DEFAULT-VALUE})")
+        private int highlyVariable;
+
+        @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
+        private double targetSum;
+
+        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        private String master;
+
+        @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable)")
+        private Map<String, String> conf = new LinkedHashMap<>();
+
+        @Override
+        public Integer call() {
+            SparkPreprocess.Builder builder = SparkPreprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
+                    .optTargetSum(targetSum).optMaster(master);
+            builder.addConfig("spark.ui.enabled", "false");
+            conf.forEach(builder::addConfig);
+            dev.memfit.prep.Preprocess.Result result = builder.run(output);
+            System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p (Spark)%n",
+                    result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
             return 0;
         }
     }
