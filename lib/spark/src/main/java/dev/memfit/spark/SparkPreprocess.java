@@ -255,6 +255,9 @@ public final class SparkPreprocess {
                      ProgressListener.Task progress = settings.progress.start("pass 2/2: writing " + output.getFileName()
                              + " on Spark", h5ad.observations(), "cells")) {
                     List<String> parts;
+                    String jobGroup = "memfit-preprocess-" + UUID.randomUUID();
+                    // a failed task cancels its siblings at once (interrupted), so none writes after the staging folder is gone
+                    context.setJobGroup(jobGroup, "memfit preprocess: pass 2", true);
                     try {
                         parts = context.parallelize(ranges, Math.max(1, ranges.size())).map(range -> {
                             Path part = Path.of(folder, String.format("part-%06d", range));
@@ -276,7 +279,10 @@ public final class SparkPreprocess {
                             return part.toString();
                         }).collect();
                     } catch (Exception e) {
+                        awaitTasksEnded(context, jobGroup, 60_000);   // killed tasks end late; the staging folder goes next
                         throw SparkShards.memfitFailure(e);
+                    } finally {
+                        context.clearJobGroup();
                     }
                     float[] totals = new float[Math.toIntExact(h5ad.observations())];
                     for (String part : parts) {
@@ -311,6 +317,34 @@ public final class SparkPreprocess {
     private static Preprocess.Pass pass(Path file, H5ad h5ad, Builder settings) {
         Preprocess.Pass pass = Preprocess.pass(file, h5ad, settings.targetSum);
         return settings.blockRows > 0 ? pass.optBlockRows(settings.blockRows) : pass;
+    }
+
+    /** Waits until no task of the group's jobs runs any more, at most so long. */
+    private static void awaitTasksEnded(JavaSparkContext context, String group, long millis) {
+        long deadline = System.currentTimeMillis() + millis;
+        org.apache.spark.api.java.JavaSparkStatusTracker tracker = context.statusTracker();
+        while (System.currentTimeMillis() < deadline) {
+            boolean running = false;
+            for (int job : tracker.getJobIdsForGroup(group)) {
+                org.apache.spark.SparkJobInfo info = tracker.getJobInfo(job);
+                if (info == null) {
+                    continue;
+                }
+                for (int stage : info.stageIds()) {
+                    org.apache.spark.SparkStageInfo stageInfo = tracker.getStageInfo(stage);
+                    running |= stageInfo != null && stageInfo.numActiveTasks() > 0;
+                }
+            }
+            if (!running) {
+                return;
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     private static void deleteTree(Path folder) {

@@ -119,6 +119,26 @@ class SparkPreprocessTest {
     }
 
     @Test
+    void theCommandLineWritesWhatPreprocessWrites() {
+        Path single = dir.resolve("cli-single.h5ad");
+        Path distributed = dir.resolve("cli-spark.h5ad");
+        Preprocess.builder().setInput(gzip).optHighlyVariable(15).optTargetSum(1e3).optProgress(ProgressListener.silent())
+                .run(single);
+        // ./memfit preprocess --engine spark runs this command (the launcher strips --engine); the session is this class's
+        int status = new picocli.CommandLine(SparkMain.class).execute("preprocess", "--input", gzip.toString(),
+                "--output", distributed.toString(), "--hvg", "15", "--target-sum", "1000", "--master", "local[2]");
+        assertEquals(0, status);
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, anndata as ad
+                a, b = ad.read_h5ad(sys.argv[1]), ad.read_h5ad(sys.argv[2])
+                assert list(a.var_names) == list(b.var_names) and len(a.var_names) >= 15
+                assert np.array_equal(a.X.toarray(), b.X.toarray())
+                assert np.array_equal(a.var['dispersions_norm'].values, b.var['dispersions_norm'].values, equal_nan=True)
+                print('ok')
+                """, single, distributed));
+    }
+
+    @Test
     void aTruncatedOrDamagedInputFailsNamingItAndLeavesNoOutput() throws IOException {
         Path truncated = dir.resolve("truncated.h5ad");
         byte[] bytes = Files.readAllBytes(plain);
