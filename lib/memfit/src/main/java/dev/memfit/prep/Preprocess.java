@@ -256,6 +256,8 @@ public final class Preprocess {
         private final double targetSum;
         private final int genes;
         private long blockRows;
+        /** Each cell's total, kept by a {@link #sums} over every block for pass two (which recomputes them otherwise). */
+        private double[] cellTotals;
 
         private Pass(Path input, H5ad h5ad, double targetSum) {
             this.input = input;
@@ -322,6 +324,7 @@ public final class Preprocess {
          */
         public GeneSums sums(long firstBlock, long count, ProgressListener.Task progress) {
             GeneSums sums = new GeneSums(genes);
+            double[] totals = firstBlock == 0 && count >= blocks() ? new double[Math.toIntExact(h5ad.observations())] : null;
             forEachBlock(firstBlock, count, (first, rowCount, rows) -> {
                 double[] sum = new double[genes];
                 double[] sumOfSquares = new double[genes];
@@ -330,6 +333,9 @@ public final class Preprocess {
                     double total = rowTotal(rows, base, genes);
                     if (!(total >= 0 && total < Double.POSITIVE_INFINITY)) {
                         throw notACount(input, h5ad, first + r, rows, base, genes);
+                    }
+                    if (totals != null) {
+                        totals[Math.toIntExact(first + r)] = total;
                     }
                     if (total <= 0) {
                         continue;
@@ -348,6 +354,7 @@ public final class Preprocess {
                 sums.addBlock(rowCount, sum, sumOfSquares);
                 progress.step(rowCount);
             });
+            cellTotals = totals;
             return sums;
         }
 
@@ -361,6 +368,7 @@ public final class Preprocess {
          * @param consumer receives each block, in order
          */
         public void forEachSelected(long firstBlock, long count, int[] keep, java.util.function.Consumer<Slice> consumer) {
+            double[] known = cellTotals;
             forEachBlock(firstBlock, count, (first, rowCount, rows) -> {
                 int[] starts = new int[rowCount + 1];
                 int[] columns = new int[rowCount * keep.length];
@@ -369,7 +377,8 @@ public final class Preprocess {
                 int k = 0;
                 for (int r = 0; r < rowCount; r++) {
                     long base = (long) r * genes;
-                    double total = rowTotal(rows, base, genes);
+                    // the same value either way: a row's total is summed in one order
+                    double total = known != null ? known[Math.toIntExact(first + r)] : rowTotal(rows, base, genes);
                     totals[r] = (float) total;
                     double scale = total > 0 ? targetSum / total : 0;
                     for (int j = 0; j < keep.length; j++) {
