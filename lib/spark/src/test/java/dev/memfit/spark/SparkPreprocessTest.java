@@ -71,6 +71,7 @@ class SparkPreprocessTest {
     void sameGenesAndValuesAsOneProcess() {
         // 32-row blocks: 16 blocks, 8 tasks of 2; 24-row blocks: 21 blocks, 6 tasks of 4, the last of 1; 0: the
         // default (one block here)
+        List<String> outputs = new java.util.ArrayList<>();
         for (Path input : List.of(plain, gzip)) {
             for (long blockRows : new long[]{32, 24, 0}) {
                 String name = input.getFileName() + "-" + blockRows;
@@ -96,25 +97,30 @@ class SparkPreprocessTest {
                 assertArrayEquals(want.normalizedDispersions(), got.normalizedDispersions(), name);
                 assertArrayEquals(want.selected(), got.selected(), name);
                 assertArrayEquals(want.genes(), got.genes(), name);
-                assertEquals("ok", PythonPeer.run("""
-                        import sys, numpy as np, anndata as ad
-                        a, b = ad.read_h5ad(sys.argv[1]), ad.read_h5ad(sys.argv[2])
-                        assert list(a.var_names) == list(b.var_names) and len(a.var_names) >= 20, (a.var_names, b.var_names)
-                        assert list(a.obs_names) == list(b.obs_names)
-                        assert a.X.dtype == b.X.dtype == np.float32
-                        assert np.array_equal(a.X.toarray(), b.X.toarray())
-                        assert (a.X != b.X).nnz == 0 and a.X.nnz == b.X.nnz
-                        for column in ['means', 'dispersions', 'dispersions_norm']:
-                            assert np.array_equal(a.var[column].values, b.var[column].values, equal_nan=True), column
-                        assert np.array_equal(a.obs['n_counts_raw'].values, b.obs['n_counts_raw'].values)
-                        assert list(a.obs['cell_type']) == list(b.obs['cell_type'])
-                        raw = ad.read_h5ad(sys.argv[3])
-                        totals = np.asarray(raw.X.sum(axis=1)).ravel()
-                        assert np.allclose(b.obs['n_counts_raw'].values, totals)
-                        print('ok')
-                        """, single, distributed, input), name);
+                outputs.add(single.toString());
+                outputs.add(distributed.toString());
             }
         }
+        // every pair read back by anndata (one interpreter for all): the same genes, cells, values and tables
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np, anndata as ad
+                raw = ad.read_h5ad(sys.argv[1])
+                totals = np.asarray(raw.X.sum(axis=1)).ravel()
+                paths = sys.argv[2:]
+                for single, distributed in zip(paths[::2], paths[1::2]):
+                    a, b = ad.read_h5ad(single), ad.read_h5ad(distributed)
+                    assert list(a.var_names) == list(b.var_names) and len(a.var_names) >= 20, (single, a.var_names, b.var_names)
+                    assert list(a.obs_names) == list(b.obs_names)
+                    assert a.X.dtype == b.X.dtype == np.float32
+                    assert np.array_equal(a.X.toarray(), b.X.toarray()), single
+                    assert (a.X != b.X).nnz == 0 and a.X.nnz == b.X.nnz
+                    for column in ['means', 'dispersions', 'dispersions_norm']:
+                        assert np.array_equal(a.var[column].values, b.var[column].values, equal_nan=True), column
+                    assert np.array_equal(a.obs['n_counts_raw'].values, b.obs['n_counts_raw'].values)
+                    assert list(a.obs['cell_type']) == list(b.obs['cell_type'])
+                    assert np.allclose(b.obs['n_counts_raw'].values, totals)
+                print('ok')
+                """, Stream.concat(Stream.of(plain.toString()), outputs.stream()).toArray()));
         assertEquals(List.of(), leftovers(), "no staging folder or part file left");
     }
 
