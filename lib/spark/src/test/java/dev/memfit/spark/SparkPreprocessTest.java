@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Preprocessing on Spark against the single-process run, on files anndata wrote (defaults and gzip): the same
- * statistics to the last bit, the same genes, and an output anndata reads back equal value for value; a truncated
+ * statistics to the last bit, the same genes, the same output file byte for byte (anndata reads both back equal); a truncated
  * or damaged input fails with memfit's message naming it and leaves no output. One local[2] session for the class.
  */
 class SparkPreprocessTest {
@@ -97,6 +97,7 @@ class SparkPreprocessTest {
                 assertArrayEquals(want.normalizedDispersions(), got.normalizedDispersions(), name);
                 assertArrayEquals(want.selected(), got.selected(), name);
                 assertArrayEquals(want.genes(), got.genes(), name);
+                assertEquals(-1L, mismatch(single, distributed), name + ": the same file, byte for byte");
                 outputs.add(single.toString());
                 outputs.add(distributed.toString());
             }
@@ -174,6 +175,14 @@ class SparkPreprocessTest {
         assertFalse(failed.getMessage().contains("\tat "), "memfit's message, not a stack trace: " + failed.getMessage());
         assertFalse(Files.exists(out2), "no output");
         assertEquals(List.of(), leftovers(), "no staging folder, temporary or part file left");
+    }
+
+    private static long mismatch(Path a, Path b) {
+        try {
+            return Files.mismatch(a, b);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** Files of the test folder that neither the inputs nor a finished output explain. */
