@@ -25,6 +25,10 @@ import java.util.Map;
  * one gene gets mean 0 and its own value as spread); the {@code n} genes of largest normalized dispersion kept, in
  * their original order. Pass one accumulates the per-gene sums; pass two writes the selected columns. Memory: one
  * chunk of rows plus a few doubles per gene.
+ *
+ * <p>Both passes read X in blocks of rows ({@link Pass}); the per-gene sums are added per block and the blocks
+ * pairwise in a fixed tree ({@link GeneSums}), so that memfit's Spark engine, each task a range of blocks, selects the
+ * same genes and writes the same file byte for byte.
  */
 public final class Preprocess {
 
