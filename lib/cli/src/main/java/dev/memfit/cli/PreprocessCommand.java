@@ -1,5 +1,6 @@
 package dev.memfit.cli;
 
+import dev.memfit.MemfitException;
 import dev.memfit.prep.Preprocess;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -10,7 +11,8 @@ import java.util.concurrent.Callable;
 /** {@code memfit preprocess}: normalize, log1p and keep the highly variable genes, out of core. */
 @Command(name = "preprocess", mixinStandardHelpOptions = true,
         description = "Normalize each cell to --target-sum counts, log1p, keep the --hvg most variable genes "
-                + "(Seurat flavour), in two passes over X; the output .h5ad reads in anndata.")
+                + "(Seurat flavour), in two passes over X; the output .h5ad reads in anndata. --engine spark runs both "
+                + "passes on Apache Spark: the same genes and values.")
 final class PreprocessCommand implements Callable<Integer> {
 
     @Option(names = "--input", required = true, description = "raw counts (.h5ad)")
@@ -22,8 +24,19 @@ final class PreprocessCommand implements Callable<Integer> {
     @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
     private double targetSum;
 
+    @Option(names = "--engine", defaultValue = "local", description = "local (this process) or spark (Apache Spark: "
+            + "./memfit puts its jars and flags on the class path; options --master local[*] and --conf KEY=VALUE)")
+    private String engine;
+
     @Override
     public Integer call() {
+        if (engine.equals("spark")) {
+            throw new MemfitException("--engine spark runs through ./memfit preprocess --engine spark, which puts Spark's "
+                    + "jars (lib/spark/target/classpath.txt) and its JVM flags on the class path; this JVM has neither");
+        }
+        if (!engine.equals("local")) {
+            throw new MemfitException("--engine: expected local or spark, found '" + engine + "'");
+        }
         Preprocess.Result result = Preprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
                 .optTargetSum(targetSum).run(output);
         System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p%n",

@@ -7,6 +7,8 @@ import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.io.storage.OutputLock;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -23,6 +25,10 @@ import java.util.Map;
  * one gene gets mean 0 and its own value as spread); the {@code n} genes of largest normalized dispersion kept, in
  * their original order. Pass one accumulates the per-gene sums; pass two writes the selected columns. Memory: one
  * chunk of rows plus a few doubles per gene.
+ *
+ * <p>Both passes read X in blocks of rows ({@link Pass}); the per-gene sums are added per block and the blocks
+ * pairwise in a fixed tree ({@link GeneSums}), so that memfit's Spark engine, each task a range of blocks, selects the
+ * same genes and writes the same file byte for byte.
  */
 public final class Preprocess {
 
@@ -77,8 +83,22 @@ public final class Preprocess {
         private int highlyVariable = 4_000;
         private double targetSum = 1e4;
         private ProgressListener progress = ProgressListener.console();
+        private long blockRows;
 
         private Builder() {
+        }
+
+        /**
+         * Sets the rows per block of the per-gene sums (default: 16 MB of dense rows). Sums are added per block, then
+         * the blocks pairwise in a fixed tree, so a distributed run with the same value gives the same statistics to
+         * the last bit.
+         *
+         * @param rows at least 1
+         * @return this builder
+         */
+        public Builder optBlockRows(long rows) {
+            this.blockRows = rows;
+            return this;
         }
 
         /**
@@ -140,7 +160,7 @@ public final class Preprocess {
             if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
                 throw new MemfitException("the output " + output + " would replace the input; choose another name");
             }
-            return Preprocess.run(input, output, highlyVariable, targetSum, progress);
+            return Preprocess.run(input, output, this);
         }
 
         /**
@@ -153,9 +173,15 @@ public final class Preprocess {
         public GeneStatistics statistics() {
             check();
             try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
+                Pass pass = pass(input, h5ad, targetSum);
+                pass.checkCells();
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress before the pass's
-                return Preprocess.statistics(input, h5ad, highlyVariable, targetSum,
-                        new double[Math.toIntExact(h5ad.observations())], progress);
+                if (blockRows > 0) {
+                    pass.optBlockRows(blockRows);
+                }
+                try (ProgressListener.Task task = progress.start("pass 1/2: gene statistics", h5ad.observations(), "cells")) {
+                    return pass.sums(0, pass.blocks(), task).statistics(h5ad.index("var"), highlyVariable);
+                }
             }
         }
 
@@ -173,85 +199,148 @@ public final class Preprocess {
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
+            if (blockRows < 0) {
+                throw new MemfitException("optBlockRows(rows) needs rows >= 1, got " + blockRows);
+            }
         }
     }
 
-    private static Result run(Path input, Path output, int highlyVariable, double targetSum, ProgressListener listener) {
+    private static Result run(Path input, Path output, Builder settings) {
+        ProgressListener listener = settings.progress;
         // the output is locked before pass one: a second run writing it fails at once, not after a pass over X
         try (OutputLock lock = OutputLock.acquire(output);
              H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
-            if (h5ad.observations() == 0) {
-                // gene variances of no cells are undefined: no highly variable genes to choose
-                throw new InvalidFileException(input, -1, "at least one cell to preprocess", "n_obs = 0 (X of shape [0, "
-                        + h5ad.variables() + "])");
-            }
+            Pass pass = pass(input, h5ad, settings.targetSum);
+            pass.checkCells();
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
-            double[] cellTotals = new double[Math.toIntExact(h5ad.observations())];
-            GeneStatistics statistics = statistics(input, h5ad, highlyVariable, targetSum, cellTotals, listener);
+            if (settings.blockRows > 0) {
+                pass.optBlockRows(settings.blockRows);
+            }
+            GeneStatistics statistics;
+            try (ProgressListener.Task progress = listener.start("pass 1/2: gene statistics", h5ad.observations(), "cells")) {
+                statistics = pass.sums(0, pass.blocks(), progress).statistics(h5ad.index("var"), settings.highlyVariable);
+            }
             int[] keep = statistics.selected();
-            String[] keptNames = Arrays.stream(keep).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
-            int genes = Math.toIntExact(h5ad.variables());
-            try (H5adWriter writer = H5adWriter.create(output, keptNames);
+            float[] totals = new float[Math.toIntExact(h5ad.observations())];
+            try (H5adWriter writer = pass.createOutput(output, statistics);
                  ProgressListener.Task progress = listener.start("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
-                h5ad.forEachChunk((first, count, rows) -> {
-                    int[] starts = new int[count + 1];
-                    int[] columns = new int[count * keep.length];
-                    float[] values = new float[columns.length];
-                    int k = 0;
-                    for (int r = 0; r < count; r++) {
-                        long base = (long) r * genes;
-                        double total = cellTotals[Math.toIntExact(first + r)];   // summed in pass one
-                        double scale = total > 0 ? targetSum / total : 0;
-                        for (int j = 0; j < keep.length; j++) {
-                            float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + keep[j]);
-                            if (raw != 0) {
-                                columns[k] = j;
-                                values[k++] = (float) Math.log1p(raw * scale);
-                            }
-                        }
-                        starts[r + 1] = k;
-                    }
-                    writer.appendSparse(count, starts, columns, values);
-                    progress.step(count);
+                pass.forEachSelected(0, pass.blocks(), keep, slice -> {
+                    writer.appendSparse(slice.count(), slice.rowStarts(), slice.columns(), slice.values());
+                    System.arraycopy(slice.totals(), 0, totals, Math.toIntExact(slice.first()), slice.count());
+                    progress.step(slice.count());
                 });
-                String[] cellNames = h5ad.index("obs");
-                if (cellNames.length == cellTotals.length) {
-                    writer.cellNames(cellNames);
-                }
-                for (Map.Entry<String, Object> column : h5ad.columns("obs").entrySet()) {
-                    writer.obs(column.getKey(), column.getValue());
-                }
-                float[] totals = new float[cellTotals.length];
-                for (int c = 0; c < totals.length; c++) {
-                    totals[c] = (float) cellTotals[c];
-                }
-                writer.obs("n_counts_raw", totals);
-                writer.var("highly_variable", fill(keep.length))
-                        .var("means", pick(statistics.means(), keep))
-                        .var("dispersions", pick(statistics.dispersions(), keep))
-                        .var("dispersions_norm", pick(statistics.normalizedDispersions(), keep));
+                pass.finishOutput(writer, statistics, totals);
                 writer.commit();
             }
             return new Result(output, h5ad.observations(), keep.length, statistics);
         }
     }
 
-    /** Pass one, also keeping each cell's total count for pass two; refuses what is not a count. */
-    private static GeneStatistics statistics(Path input, H5ad h5ad, int highlyVariable, double targetSum,
-                                             double[] cellTotals, ProgressListener listener) {
-        int genes = Math.toIntExact(h5ad.variables());
-        long cells = h5ad.observations();
-        double[] sum = new double[genes];
-        double[] sumOfSquares = new double[genes];
-        try (ProgressListener.Task progress = listener.start("pass 1/2: gene statistics", cells, "cells")) {
-            h5ad.forEachChunk((first, count, rows) -> {
-                for (int r = 0; r < count; r++) {
+    /**
+     * Reads the normalized counts of an open {@code .h5ad} for preprocessing, in blocks of rows: the one code both
+     * the single-process run and a distributed one (each worker a range of blocks) use, so that both give the same
+     * genes and the same values.
+     *
+     * @param input the file (named in errors)
+     * @param h5ad the file, open
+     * @param targetSum counts per cell after normalization
+     * @return the pass, with blocks of about 16 MB of dense rows
+     */
+    public static Pass pass(Path input, H5ad h5ad, double targetSum) {
+        return new Pass(input, h5ad, targetSum);
+    }
+
+    /**
+     * Blocks of rows of one file: per-gene sums of a range of blocks ({@link #sums}) and the selected genes of a
+     * range of blocks ({@link #forEachSelected}). Block {@code b} holds rows {@code [b * blockRows(), ...)}.
+     */
+    public static final class Pass {
+        private final Path input;
+        private final H5ad h5ad;
+        private final double targetSum;
+        private final int genes;
+        private long blockRows;
+        /** Each cell's total, kept by a {@link #sums} over every block for pass two (which recomputes them otherwise). */
+        private double[] cellTotals;
+
+        private Pass(Path input, H5ad h5ad, double targetSum) {
+            this.input = input;
+            this.h5ad = h5ad;
+            this.targetSum = targetSum;
+            this.genes = Math.toIntExact(h5ad.variables());
+            this.blockRows = Math.max(1, (16L << 20) / Math.max(1, h5ad.variables() * Float.BYTES));
+        }
+
+        /**
+         * Sets the rows of a block (default: 16 MB of dense rows). The sums, hence the statistics, depend on it in
+         * their last bits: runs to compare use the same value.
+         *
+         * @param rows at least 1
+         * @return this pass
+         */
+        public Pass optBlockRows(long rows) {
+            if (rows < 1) {
+                throw new MemfitException("optBlockRows(rows) needs rows >= 1, got " + rows);
+            }
+            this.blockRows = rows;
+            return this;
+        }
+
+        /**
+         * The rows of a block.
+         *
+         * @return rows
+         */
+        public long blockRows() {
+            return blockRows;
+        }
+
+        /**
+         * The number of blocks.
+         *
+         * @return blocks covering all rows
+         */
+        public long blocks() {
+            return (h5ad.observations() + blockRows - 1) / blockRows;
+        }
+
+        /**
+         * Refuses a file without cells: gene variances of no cells are undefined.
+         *
+         * @throws InvalidFileException naming the file
+         */
+        public void checkCells() {
+            if (h5ad.observations() == 0) {
+                throw new InvalidFileException(input, -1, "at least one cell to preprocess", "n_obs = 0 (X of shape [0, "
+                        + h5ad.variables() + "])");
+            }
+        }
+
+        /**
+         * Pass one over a range of blocks: per block, the sums of the normalized counts and of their squares per gene,
+         * added into a {@link GeneSums} in block order.
+         *
+         * @param firstBlock the first block
+         * @param count the number of blocks
+         * @param progress stepped by the cells of each block
+         * @return the sums of the range
+         * @throws InvalidFileException for a value that is no count, naming the file, cell and gene
+         */
+        public GeneSums sums(long firstBlock, long count, ProgressListener.Task progress) {
+            GeneSums sums = new GeneSums(genes);
+            double[] totals = firstBlock == 0 && count >= blocks() ? new double[Math.toIntExact(h5ad.observations())] : null;
+            forEachBlock(firstBlock, count, (first, rowCount, rows) -> {
+                double[] sum = new double[genes];
+                double[] sumOfSquares = new double[genes];
+                for (int r = 0; r < rowCount; r++) {
                     long base = (long) r * genes;
                     double total = rowTotal(rows, base, genes);
                     if (!(total >= 0 && total < Double.POSITIVE_INFINITY)) {
                         throw notACount(input, h5ad, first + r, rows, base, genes);
                     }
-                    cellTotals[Math.toIntExact(first + r)] = total;
+                    if (totals != null) {
+                        totals[Math.toIntExact(first + r)] = total;
+                    }
                     if (total <= 0) {
                         continue;
                     }
@@ -266,23 +355,116 @@ public final class Preprocess {
                         }
                     }
                 }
-                progress.step(count);
+                sums.addBlock(rowCount, sum, sumOfSquares);
+                progress.step(rowCount);
+            });
+            cellTotals = totals;
+            return sums;
+        }
+
+        /**
+         * Pass two over a range of blocks: each block's cells, normalized, log1p-transformed and restricted to the
+         * selected genes, as CSR rows.
+         *
+         * @param firstBlock the first block
+         * @param count the number of blocks
+         * @param keep the selected genes, ascending
+         * @param consumer receives each block, in order
+         */
+        public void forEachSelected(long firstBlock, long count, int[] keep, java.util.function.Consumer<Slice> consumer) {
+            double[] known = cellTotals;
+            forEachBlock(firstBlock, count, (first, rowCount, rows) -> {
+                int[] starts = new int[rowCount + 1];
+                int[] columns = new int[rowCount * keep.length];
+                float[] values = new float[columns.length];
+                float[] totals = new float[rowCount];
+                int k = 0;
+                for (int r = 0; r < rowCount; r++) {
+                    long base = (long) r * genes;
+                    // the same value either way: a row's total is summed in one order
+                    double total = known != null ? known[Math.toIntExact(first + r)] : rowTotal(rows, base, genes);
+                    totals[r] = (float) total;
+                    double scale = total > 0 ? targetSum / total : 0;
+                    for (int j = 0; j < keep.length; j++) {
+                        float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + keep[j]);
+                        if (raw != 0) {
+                            columns[k] = j;
+                            values[k++] = (float) Math.log1p(raw * scale);
+                        }
+                    }
+                    starts[r + 1] = k;
+                }
+                consumer.accept(new Slice(first, rowCount, starts, Arrays.copyOf(columns, k), Arrays.copyOf(values, k), totals));
             });
         }
-        double[] means = new double[genes];
-        double[] dispersions = new double[genes];
-        for (int g = 0; g < genes; g++) {
-            double mean = sum[g] / cells;
-            double variance = cells > 1 ? (sumOfSquares[g] / cells - mean * mean) * cells / (cells - 1) : 0;
-            if (mean == 0) {
-                mean = 1e-12;
-            }
-            double dispersion = variance / mean;
-            dispersions[g] = dispersion == 0 ? Double.NaN : Math.log(dispersion);
-            means[g] = Math.log1p(mean);
+
+        /**
+         * Starts the processed file: the selected genes as its {@code var} index.
+         *
+         * @param output the file to write
+         * @param statistics the selection
+         * @return the writer, to fill with {@link #forEachSelected}'s slices, then {@link #finishOutput}
+         */
+        public H5adWriter createOutput(Path output, GeneStatistics statistics) {
+            String[] keptNames = Arrays.stream(statistics.selected()).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
+            return H5adWriter.create(output, keptNames);
         }
-        double[] normalized = normalizeWithinBins(means, dispersions);
-        return new GeneStatistics(h5ad.index("var"), means, dispersions, normalized, top(normalized, highlyVariable));
+
+        /**
+         * Writes the tables of the processed file once its cells are in: the input's {@code obs}, each cell's raw
+         * total ({@code n_counts_raw}) and the selected genes' statistics; the caller commits.
+         *
+         * @param writer the output
+         * @param statistics the selection
+         * @param totals each cell's raw total, in row order
+         */
+        public void finishOutput(H5adWriter writer, GeneStatistics statistics, float[] totals) {
+            int[] keep = statistics.selected();
+            String[] cellNames = h5ad.index("obs");
+            if (cellNames.length == totals.length) {
+                writer.cellNames(cellNames);
+            }
+            for (Map.Entry<String, Object> column : h5ad.columns("obs").entrySet()) {
+                writer.obs(column.getKey(), column.getValue());
+            }
+            writer.obs("n_counts_raw", totals);
+            writer.var("highly_variable", fill(keep.length))
+                    .var("means", pick(statistics.means(), keep))
+                    .var("dispersions", pick(statistics.dispersions(), keep))
+                    .var("dispersions_norm", pick(statistics.normalizedDispersions(), keep));
+        }
+
+        private void forEachBlock(long firstBlock, long count, H5ad.RowsConsumer consumer) {
+            long cells = h5ad.observations();
+            long from = Math.min(cells, firstBlock * blockRows);
+            long to = Math.min(cells, (firstBlock + count) * blockRows);
+            if (from >= to) {
+                return;
+            }
+            int capacity = (int) Math.min(blockRows, to - from);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment rows = arena.allocate((long) capacity * genes * Float.BYTES, 8);
+                for (long first = from; first < to; first += blockRows) {
+                    int rowCount = (int) Math.min(blockRows, to - first);
+                    h5ad.readRows(first, rowCount, rows);
+                    consumer.accept(first, rowCount, rows);
+                }
+            }
+        }
+    }
+
+    /**
+     * One block of processed cells.
+     *
+     * @param first the first cell
+     * @param count cells
+     * @param rowStarts CSR row pointers, {@code count + 1}
+     * @param columns column of each value (index into the selected genes)
+     * @param values log1p of the normalized counts
+     * @param totals each cell's raw total
+     */
+    public record Slice(long first, int count, int[] rowStarts, int[] columns, float[] values, float[] totals)
+            implements java.io.Serializable {
     }
 
     /** pandas' {@code cut(means, 20)}: equal-width bins, right-closed, the lowest edge lowered by 0.1% of the range. */

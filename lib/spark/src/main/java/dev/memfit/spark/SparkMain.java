@@ -25,10 +25,12 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 
 /**
- * The command line of the Spark engine, run by {@code ./memfit shard --engine spark ...} and
+ * The command line of the Spark engine, run by {@code ./memfit shard --engine spark ...},
+ * {@code ./memfit preprocess --engine spark ...}, {@code ./memfit bench spark-preprocess ...} and
  * {@code ./memfit bench spark-shards ...} with Spark's jars and JVM flags (never on the ordinary CLI's class path).
  */
-@Command(name = "memfit-spark", mixinStandardHelpOptions = true, subcommands = {SparkMain.Shard.class, SparkMain.Bench.class},
+@Command(name = "memfit-spark", mixinStandardHelpOptions = true, subcommands = {SparkMain.Shard.class, SparkMain.Preprocess.class, SparkMain.Bench.class,
+        SparkMain.BenchPreprocess.class},
         description = "memfit on Apache Spark")
 public final class SparkMain {
 
@@ -93,6 +95,121 @@ public final class SparkMain {
                         result.shards(), result.layout().key(), result.cells(), result.genes(), output,
                         store.storedBytes() / 1e6, result.jobSeconds(), result.tasks());
             }
+            return 0;
+        }
+    }
+
+    /** {@code memfit preprocess --engine spark --input RAW --output OUT}. */
+    @Command(name = "preprocess", mixinStandardHelpOptions = true,
+            description = "Normalize, log1p and keep the highly variable genes on Apache Spark: the genes and values memfit preprocess writes.")
+    static final class Preprocess implements Callable<Integer> {
+
+        @Option(names = "--input", required = true, description = "raw counts (.h5ad), on a file system every executor sees")
+        private Path input;
+
+        @Option(names = "--output", required = true, description = "the processed .h5ad to write")
+        private Path output;
+
+        @Option(names = "--hvg", defaultValue = "4000", description = "highly variable genes to keep (default ${DEFAULT-VALUE})")
+        private int highlyVariable;
+
+        @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
+        private double targetSum;
+
+        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        private String master;
+
+        @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable)")
+        private Map<String, String> conf = new LinkedHashMap<>();
+
+        @Override
+        public Integer call() {
+            SparkPreprocess.Builder builder = SparkPreprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
+                    .optTargetSum(targetSum).optMaster(master);
+            builder.addConfig("spark.ui.enabled", "false");
+            conf.forEach(builder::addConfig);
+            dev.memfit.prep.Preprocess.Result result = builder.run(output);
+            System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p (Spark)%n",
+                    result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
+            return 0;
+        }
+    }
+
+    /** {@code memfit bench spark-preprocess}: single-process preprocessing vs Spark local[1..n], the session start apart. */
+    @Command(name = "bench-preprocess", mixinStandardHelpOptions = true,
+            description = "Time preprocess (normalize, log1p, HVG): single process vs Spark local[1], local[2], ... (Spark's session start reported apart); every output checked byte for byte against the single-process one. Figures are this machine's, noisy on a busy one.")
+    static final class BenchPreprocess implements Callable<Integer> {
+
+        @Option(names = "--input", description = "the raw .h5ad (default: one written by anndata's write_h5ad with its defaults, --cells cells)")
+        private Path input;
+
+        @Option(names = "--cells", defaultValue = "50000", description = "cells of the generated file (default ${DEFAULT-VALUE})")
+        private long cells;
+
+        @Option(names = "--genes", defaultValue = "2000", description = "genes of the generated file (default ${DEFAULT-VALUE})")
+        private int genes;
+
+        @Option(names = "--hvg", defaultValue = "500", description = "highly variable genes (default ${DEFAULT-VALUE})")
+        private int highlyVariable;
+
+        @Option(names = "--cores", defaultValue = "1,2", split = ",", description = "Spark local[n] for each n (default ${DEFAULT-VALUE})")
+        private List<Integer> cores;
+
+        @Option(names = "--work", defaultValue = "build/bench/spark", description = "folder for the generated file and the outputs (default ${DEFAULT-VALUE})")
+        private Path work;
+
+        @Override
+        public Integer call() throws IOException {
+            Files.createDirectories(work);
+            Path raw = input != null ? input : Bench.generate(work, cells, genes);
+            Path single = work.resolve("preprocessed-single.h5ad");
+            // warm-up (not counted): the JIT and the page cache, for every run below alike
+            dev.memfit.prep.Preprocess.Result result = dev.memfit.prep.Preprocess.builder().setInput(raw)
+                    .optHighlyVariable(highlyVariable).optProgress(ProgressListener.silent()).run(single);
+            long total = result.cells();
+            long start = System.nanoTime();
+            dev.memfit.prep.Preprocess.builder().setInput(raw).optHighlyVariable(highlyVariable)
+                    .optProgress(ProgressListener.silent()).run(single);
+            double singleSeconds = (System.nanoTime() - start) / 1e9;
+            List<String[]> rows = new ArrayList<>();
+            rows.add(Bench.row("single process", "-", singleSeconds, total, singleSeconds, singleSeconds));
+            long cold = System.nanoTime();
+            SparkSession first = SparkShards.start("local[" + cores.getFirst() + "]", Map.of("spark.ui.enabled", "false"));
+            double coldStart = (System.nanoTime() - cold) / 1e9;
+            Path output = work.resolve("preprocessed-spark.h5ad");
+            try {
+                SparkPreprocess.builder().setInput(raw).optHighlyVariable(highlyVariable).optSession(first)
+                        .optProgress(ProgressListener.silent()).run(output);   // warms Spark's code, not counted
+            } finally {
+                first.stop();
+            }
+            for (int n : cores) {
+                long begin = System.nanoTime();
+                SparkSession spark = SparkShards.start("local[" + n + "]", Map.of("spark.ui.enabled", "false"));
+                double startup = (System.nanoTime() - begin) / 1e9;
+                try {
+                    long job = System.nanoTime();
+                    SparkPreprocess.builder().setInput(raw).optHighlyVariable(highlyVariable).optSession(spark)
+                            .optProgress(ProgressListener.silent()).run(output);
+                    double seconds = (System.nanoTime() - job) / 1e9;
+                    rows.add(Bench.row("Spark local[" + n + "]", String.format("%.2f", startup), seconds, total,
+                            singleSeconds, seconds + startup));
+                } finally {
+                    spark.stop();
+                }
+                if (Files.mismatch(single, output) != -1) {
+                    throw new MemfitException(output + " differs from " + single + ": the engines must write the same bytes");
+                }
+            }
+            System.out.printf("%npreprocess (normalize, log1p, %d HVG), %,d cells x %,d genes of %s, on %d cores (noisy on a busy machine)%n",
+                    highlyVariable, total, result.statistics().genes().length, raw, Runtime.getRuntime().availableProcessors());
+            System.out.printf("Spark's first session start in this JVM (class loading): %.2f s; the sessions below start warm%n", coldStart);
+            String format = "%-16s %12s %10s %12s %14s %16s%n";
+            System.out.printf(format, "engine", "startup s", "job s", "cells/s", "vs single", "incl. startup");
+            for (String[] row : rows) {
+                System.out.printf(format, (Object[]) row);
+            }
+            System.out.println("every Spark output equals the single-process output byte for byte");
             return 0;
         }
     }
