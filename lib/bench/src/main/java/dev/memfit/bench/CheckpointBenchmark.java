@@ -6,6 +6,7 @@ import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.io.storage.Folders;
 import dev.memfit.synthetic.SyntheticTopics;
 import dev.memfit.train.Checkpoints;
 import dev.memfit.train.FitResult;
@@ -15,9 +16,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * What a checkpoint of the topic model costs as the data grows (its document table grows with it): size, seconds to
@@ -87,14 +86,14 @@ public final class CheckpointBenchmark {
                 }
             }
             Path folder = settings.directory().resolve("checkpoints-" + documents);
-            delete(folder);
+            Folders.deleteTree(folder);
             FitResult plain = fit(settings, file, null);
             long steps = plain.steps();
             // once first, so that class loading and compilation of the writer are not counted as checkpoint time
             Path warmUp = settings.directory().resolve("checkpoints-warm-up");
             fit(settings, file, Checkpoints.every(Math.max(1, steps / settings.checkpointsPerEpoch())).keep(1).dir(warmUp)
                     .optResume(false));
-            delete(warmUp);
+            Folders.deleteTree(warmUp);
             Checkpoints policy = Checkpoints.every(Math.max(1, steps / settings.checkpointsPerEpoch())).keep(1).dir(folder);
             FitResult saved = fit(settings, file, policy);
             long start = System.nanoTime();
@@ -119,7 +118,7 @@ public final class CheckpointBenchmark {
             }
             rows.add(new Row(documents, saved.checkpoints().lastBytes(), saved.checkpoints().secondsPerCheckpoint(),
                     plain.seconds() / steps, resumeSeconds, torchBytes, torchSeconds));
-            delete(folder);
+            Folders.deleteTree(folder);
         }
         return rows;
     }
@@ -133,17 +132,6 @@ public final class CheckpointBenchmark {
         try (TopicModel model = builder.build();
              Loader loader = Datasets.npy(file).mapped().optBatchSize(settings.batchSize()).optShuffle(1).build()) {
             return model.fit(loader);
-        }
-    }
-
-    private static void delete(Path folder) throws IOException {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(folder)) {
-            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
         }
     }
 }

@@ -17,7 +17,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -244,13 +243,13 @@ public final class SparkMain {
             long total = 0;
             // warm-up (not counted): the JIT and the page cache, for every run below alike
             Path warm = work.resolve("shards-warmup");
-            deleteTree(warm);
+            dev.memfit.io.storage.Folders.deleteTree(warm);
             ShardWriter.Result warmed = ShardWriter.builder().setInputs(files).optShardSize(shardSize)
                     .optProgress(ProgressListener.silent()).write(warm);
             total = warmed.cells();
             List<String[]> rows = new ArrayList<>();
             Path single = work.resolve("shards-single");
-            deleteTree(single);
+            dev.memfit.io.storage.Folders.deleteTree(single);
             long start = System.nanoTime();
             ShardWriter.builder().setInputs(files).optShardSize(shardSize).optProgress(ProgressListener.silent()).write(single);
             double singleSeconds = (System.nanoTime() - start) / 1e9;
@@ -262,7 +261,7 @@ public final class SparkMain {
             double coldStart = (System.nanoTime() - cold) / 1e9;
             try {
                 Path sparkWarm = work.resolve("shards-spark-warmup");
-                deleteTree(sparkWarm);
+                dev.memfit.io.storage.Folders.deleteTree(sparkWarm);
                 SparkShards.builder().setInputs(files).optShardSize(shardSize).optSession(first)
                         .optProgress(ProgressListener.silent()).write(sparkWarm);
             } finally {
@@ -270,7 +269,7 @@ public final class SparkMain {
             }
             for (int n : cores) {
                 Path folder = work.resolve("shards-spark-" + n);
-                deleteTree(folder);
+                dev.memfit.io.storage.Folders.deleteTree(folder);
                 long begin = System.nanoTime();
                 SparkSession spark = SparkShards.start("local[" + n + "]", Map.of("spark.ui.enabled", "false"));
                 double startup = (System.nanoTime() - begin) / 1e9;
@@ -351,14 +350,5 @@ public final class SparkMain {
             }
         }
 
-        private static void deleteTree(Path folder) throws IOException {
-            if (Files.exists(folder)) {
-                try (Stream<Path> walk = Files.walk(folder)) {
-                    for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                        Files.delete(path);
-                    }
-                }
-            }
-        }
     }
 }

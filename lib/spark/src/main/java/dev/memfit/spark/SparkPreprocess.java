@@ -19,13 +19,11 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.stream.LongStream;
-import java.util.stream.Stream;
 
 /**
  * {@code memfit preprocess} on Apache Spark: the same genes and the same values as {@link Preprocess} on one machine.
@@ -348,13 +346,8 @@ public final class SparkPreprocess {
     }
 
     private static void deleteTree(Path folder) {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(folder)) {
-            for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(path);
-            }
+        try {
+            dev.memfit.io.storage.Folders.deleteTree(folder);
         } catch (IOException e) {
             folder.toFile().deleteOnExit();
         }

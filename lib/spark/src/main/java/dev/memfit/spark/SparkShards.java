@@ -3,6 +3,7 @@ package dev.memfit.spark;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.Folders;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.shard.GeneVocabulary;
 import dev.memfit.shard.ShardLayout;
@@ -21,7 +22,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -361,10 +361,8 @@ public final class SparkShards {
     /** Removes a folder and what it holds; a task cancelled late may still add a file, hence the retries. */
     private static void deleteTree(Path folder) throws IOException {
         for (int attempt = 0; Files.exists(folder); attempt++) {
-            try (Stream<Path> walk = Files.walk(folder)) {
-                for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(path);
-                }
+            try {
+                Folders.deleteTree(folder);
             } catch (IOException e) {
                 if (attempt >= 20) {
                     throw e;
