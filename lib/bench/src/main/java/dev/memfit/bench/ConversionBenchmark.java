@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.storage.Folders;
 import dev.memfit.memory.MemoryProbe;
 import dev.memfit.memory.MemoryTimeline;
 import dev.memfit.shard.ShardWriter;
@@ -15,7 +16,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -179,13 +179,8 @@ public final class ConversionBenchmark {
     }
 
     private static void deleteTree(Path folder) {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (var paths = Files.walk(folder)) {
-            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
+        try {
+            Folders.deleteTree(folder);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot clear " + folder, e);
         }

@@ -6,6 +6,7 @@ import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.storage.Folders;
 import dev.memfit.memory.MemoryProbe;
 import dev.memfit.memory.MemoryTimeline;
 import dev.memfit.shard.ShardStore;
@@ -246,13 +247,8 @@ public final class H5adBenchmark {
     }
 
     private static void deleteTree(Path folder) {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (var paths = Files.walk(folder)) {
-            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
+        try {
+            Folders.deleteTree(folder);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot clear " + folder, e);
         }

@@ -51,7 +51,11 @@ class ImageVaeTest {
             double[][] plane = LatentSpace.pca(z, 2);
             assertEquals(2, plane[0].length);
         }
-        assertTrue(separability > 0.9, "conformations separable in the latent space: " + separability);
+        // Alone and in the full suite this fit is bit-reproducible (losses 330.105... -> 183.531...). It failed once in
+        // ~17 CI runs with 0.843: the losses in the message tell whether training took another path (then a
+        // nondeterministic kernel) or the embedding was wrong (then the loader or memory reuse).
+        assertTrue(separability > 0.9, "conformations separable in the latent space: " + separability
+                + "; epoch losses " + java.util.Arrays.toString(eagerLosses));
         try (ImageVae vae = ImageVae.builder().optEpochs(8).optHidden(128).optSeed(4).build();
              Loader train = Datasets.particles(written.star()).lazy(3).optBatchSize(32).optShuffle(2).build()) {
             double[] lazyLosses = vae.fit(train).losses();

@@ -6,6 +6,7 @@ import dev.memfit.NativeMemory;
 import dev.memfit.Params;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
+import dev.memfit.io.storage.Folders;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,7 +19,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.stream.Stream;
 
 /**
  * The out-of-core transpose of a CSC matrix (anndata's {@code csc_matrix} X) into CSR rows, with bounded memory: what
@@ -405,14 +405,8 @@ final class CscTranspose {
      * @param folder the folder given to {@link #run}
      */
     static void delete(Path folder) {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (Stream<Path> files = Files.list(folder)) {
-            for (Path path : files.toList()) {
-                Files.deleteIfExists(path);
-            }
-            Files.deleteIfExists(folder);
+        try {
+            Folders.deleteTree(folder);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot delete the transpose folder " + folder, e);
         }
