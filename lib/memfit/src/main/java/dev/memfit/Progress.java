@@ -1,10 +1,16 @@
 package dev.memfit;
 
 import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.DefaultProgressBarRenderer;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
+import me.tongfei.progressbar.ProgressState;
 
+import java.text.DecimalFormat;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -46,10 +52,49 @@ public final class Progress implements ProgressListener.Task {
                 .setStyle(ProgressBarStyle.ASCII)
                 .setMaxRenderedLength(100)
                 .setUpdateIntervalMillis(500)
-                .showSpeed()
+                .setRenderer(new Renderer(" " + unit))
                 .setConsumer(new ConsoleProgressBarConsumer(System.out, 100))
                 .build();
         return new Progress(bar);
+    }
+
+    /**
+     * The library's renderer with the rate taken over the elapsed time to the nanosecond: its own divides by whole
+     * seconds, so work done in under a second showed "? rows/s" and 2.9 s of work was rated as 2 s.
+     */
+    static final class Renderer extends DefaultProgressBarRenderer {
+        private final String unit;
+        private final DecimalFormat format = new DecimalFormat("#,##0.0");
+
+        Renderer(String unit) {
+            super(ProgressBarStyle.ASCII, unit, 1, true, new DecimalFormat("#,##0.0"), ChronoUnit.SECONDS, true,
+                    Renderer::linearEta);
+            this.unit = unit;
+        }
+
+        @Override
+        protected String speed(ProgressState progress) {
+            return rate(progress.getCurrent() - progress.getStart(), progress.getElapsedAfterStart());
+        }
+
+        /** Steps per second over {@code elapsed}; "?" before a millisecond has passed. */
+        String rate(long steps, Duration elapsed) {
+            long nanos = elapsed.toNanos();
+            if (nanos < 1_000_000L) {
+                return "?" + unit + "/s";
+            }
+            return format.format(steps * 1e9 / nanos) + unit + "/s";
+        }
+
+        /** The remaining steps at the rate so far (what the library's default estimates, which it keeps private). */
+        private static Optional<Duration> linearEta(ProgressState progress) {
+            long done = progress.getCurrent() - progress.getStart();
+            if (progress.getMax() <= 0 || progress.isIndefinite() || done <= 0) {
+                return Optional.empty();
+            }
+            long nanos = progress.getElapsedAfterStart().toNanos();
+            return Optional.of(Duration.ofNanos((long) (nanos * (double) (progress.getMax() - progress.getCurrent()) / done)));
+        }
     }
 
     private static boolean enabled() {
