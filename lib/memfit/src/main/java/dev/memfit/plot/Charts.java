@@ -107,8 +107,17 @@ public final class Charts {
     }
 
     static XYChart lossCurvesChart(String title, String yLabel, Map<String, double[]> curves) {
+        return curvesChart(title, "epoch", yLabel, curves, true);
+    }
+
+    /**
+     * One line per run against 1, 2, 3, ...; NaN values break a line and leave the x range. The first run is solid,
+     * later ones dashed and dotted in turn, so identical curves stay visible on top of each other.
+     */
+    private static XYChart curvesChart(String title, String xLabel, String yLabel, Map<String, double[]> curves,
+                                       boolean markShortCurves) {
         var entries = ordered(curves);
-        XYChart chart = xy(title, "epoch", yLabel, entries.stream().map(Map.Entry::getKey).toList());
+        XYChart chart = xy(title, xLabel, yLabel, entries.stream().map(Map.Entry::getKey).toList());
         Range xRange = new Range();
         Range yRange = new Range();
         int run = 0;
@@ -117,14 +126,15 @@ public final class Charts {
             double[] x = new double[y.length];
             for (int i = 0; i < y.length; i++) {
                 x[i] = i + 1;
+                if (!Double.isNaN(y[i])) {
+                    xRange.add(x[i]);
+                }
             }
-            xRange.add(x);
             yRange.add(y);
             XYSeries series = chart.addSeries(curve.getKey(), x, y);
-            series.setMarker(y.length <= 40 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
-            if (run++ > 0) {
-                series.setLineStyle(DASHED[0]);
-            }
+            series.setMarker(markShortCurves && y.length <= 40 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
+            series.setLineStyle(run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length]);
+            run++;
         }
         decimals(chart.getStyler(), xRange, yRange, false);
         return chart;
@@ -146,28 +156,7 @@ public final class Charts {
     }
 
     static XYChart stepLossesChart(String title, String yLabel, Map<String, double[]> curves) {
-        var entries = ordered(curves);
-        XYChart chart = xy(title, "optimizer step", yLabel, entries.stream().map(Map.Entry::getKey).toList());
-        Range xRange = new Range();
-        Range yRange = new Range();
-        int run = 0;
-        for (Map.Entry<String, double[]> curve : entries) {
-            double[] y = curve.getValue();
-            double[] x = new double[y.length];
-            for (int i = 0; i < y.length; i++) {
-                x[i] = i + 1;
-                if (!Double.isNaN(y[i])) {
-                    xRange.add(x[i]);
-                }
-            }
-            yRange.add(y);
-            XYSeries series = chart.addSeries(curve.getKey(), x, y);
-            series.setMarker(SeriesMarkers.NONE);
-            series.setLineStyle(run == 0 ? SOLID : DASHED[(run - 1) % DASHED.length]);
-            run++;
-        }
-        decimals(chart.getStyler(), xRange, yRange, false);
-        return chart;
+        return curvesChart(title, "optimizer step", yLabel, curves, false);
     }
 
     /**
