@@ -122,12 +122,6 @@ public final class ObjectShardStore implements SampleSource {
                 }
                 ShardObject object = new ShardObject(folder.resolve(file.path("file").asText()),
                         file.path("role").asText(""), file.path("bytes").asLong(), file.path("crc32c").asLong());
-                // pins the version read this session (one HEAD): a replaced file is reported, not mixed in
-                long onServer = cache.open(object.uri()).size();
-                if (onServer != object.bytes()) {
-                    throw new InvalidFileException(object.uri().toPath(), -1, object.bytes() + " bytes as "
-                            + ShardWriter.METADATA + " records", onServer + " bytes on the server (corrupt or replaced)");
-                }
                 files.add(object);
                 bytes += object.bytes();
             }
@@ -138,12 +132,53 @@ public final class ObjectShardStore implements SampleSource {
             total += sizes[s];
             s++;
         }
+        pinVersions();
         this.cells = total;
         this.storedBytes = bytes;
         this.zeros = MemorySegment.ofArray(new float[genes]);
         this.resident = new CompletableFuture[shards];
         this.lastUsed = new long[shards];
         this.stager = Executors.newSingleThreadExecutor(Threads.daemon("memfit-shard-stager"));
+    }
+
+    /**
+     * Asks the server for every shard file's version once (HEAD requests, up to 16 at a time: thousands of shards
+     * open in seconds, not minutes), so that the cache reads those versions all session and a file replaced later is
+     * reported, not mixed in; and checks each size against the metadata.
+     */
+    private void pinVersions() {
+        List<ShardObject> all = shardFiles.stream().flatMap(List::stream).toList();
+        java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(16);
+        try (ExecutorService heads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<java.util.concurrent.Future<Long>> sizesOnServer = new ArrayList<>();
+            for (ShardObject object : all) {
+                sizesOnServer.add(heads.submit(() -> {
+                    slots.acquire();
+                    try {
+                        return cache.open(object.uri()).size();
+                    } finally {
+                        slots.release();
+                    }
+                }));
+            }
+            for (int f = 0; f < all.size(); f++) {
+                long onServer;
+                try {
+                    onServer = sizesOnServer.get(f).get();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw e.getCause() instanceof RuntimeException runtime ? runtime
+                            : new MemfitException(all.get(f).uri() + ": " + e.getCause(), e.getCause());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new MemfitException("interrupted while opening " + folder, e);
+                }
+                ShardObject object = all.get(f);
+                if (onServer != object.bytes()) {
+                    throw new InvalidFileException(object.uri().toPath(), -1, object.bytes() + " bytes as "
+                            + ShardWriter.METADATA + " records", onServer + " bytes on the server (corrupt or replaced)");
+                }
+            }
+        }
     }
 
     /**
@@ -294,6 +329,12 @@ public final class ObjectShardStore implements SampleSource {
                 ShardObject object = files.get(f);
                 ObjectCache.StagedObject staged = cache.stage(object.uri());
                 pins[f] = cache.pin(staged.file());
+                for (int attempt = 0; !java.nio.file.Files.exists(staged.file()) && attempt < 3; attempt++) {
+                    // evicted between staging and pinning (another reader of the cache inserted meanwhile): again
+                    pins[f].close();
+                    staged = cache.stage(object.uri());
+                    pins[f] = cache.pin(staged.file());
+                }
                 // the bytes the metadata recorded when the shard was written, as ShardStore.validate checks them
                 long crc = ShardWriter.crc32c(staged.file());
                 if (crc != object.crc32c()) {

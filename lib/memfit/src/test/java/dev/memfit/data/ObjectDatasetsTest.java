@@ -247,6 +247,8 @@ class ObjectDatasetsTest {
                 assertEquals(CELLS, checkShardEpoch(loader, e, local, arena));
                 CacheStatistics epoch = cache.statistics().minus(before);
                 before = cache.statistics();
+                System.out.printf("shards through a cache of %d bytes (folder %d bytes), epoch %d: %s%n", limit,
+                        shardBytes, e + 1, epoch);
                 // each shard downloaded about once per epoch: a random order over all cells would stage shards over
                 // and over (a shard's 3 files, about 3 blocks, per cell)
                 assertTrue(epoch.bytesDownloaded() <= shardBytes + shardBytes / 10, "epoch " + e + ": " + epoch
@@ -279,6 +281,15 @@ class ObjectDatasetsTest {
             assertEquals(localDescription.facts().get("nnz"), described.facts().get("nnz"));
             assertEquals(localDescription.facts().get("stored_bytes"), described.facts().get("stored_bytes"));
             assertArrayEquals((long[]) localDescription.facts().get("shard_sizes"), (long[]) described.facts().get("shard_sizes"));
+        }
+        // a sampler of the caller's own (a uniform shuffle over all cells): no shard order to prefetch in, so shards
+        // are staged as reads ask for them and the least recently used released; the values are still right
+        try (ObjectCache cache = cache(64L << 20);
+             ShardStore local = ShardStore.open(shards);
+             Loader loader = Datasets.shards("s3://" + BUCKET + "/shards/", cache).optBatchSize(100)
+                     .optSampler(new dev.memfit.sample.ShuffledSampler(CELLS, 6)).optThreads(2).build();
+             Arena arena = Arena.ofConfined()) {
+            assertEquals(CELLS, checkShardEpoch(loader, 0, local, arena));
         }
         // dense shards (one float32 .npy each), in file order without a shuffle
         try (ObjectCache cache = cache(64L << 20);
