@@ -20,7 +20,7 @@ import java.util.concurrent.Callable;
         description = "Estimate heap, native, mapped, device and page-cache memory of training on a file, and advise how to load it.")
 final class EstimateCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star)")
+    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star), local or in a bucket (s3://bucket/key, gs://...; a shard folder s3://bucket/shards/)")
     private Path file;
 
     @Option(names = "--model-params", defaultValue = "0", description = "trainable parameters of the model")
@@ -52,7 +52,9 @@ final class EstimateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Formats.DataFile data = Formats.open(file);
+        // an object in a bucket is described through the cache of the environment (an .h5ad is staged whole)
+        Formats.DataFile data = dev.memfit.io.cloud.ObjectUri.isObject(file.toString())
+                ? dev.memfit.data.Datasets.describe(file.toString()) : Formats.open(file);
         long samples = data.samples();
         if (samples == 0) {
             throw new InvalidFileException(file, -1, "at least one sample to estimate for", "none (" + data.format()
@@ -94,7 +96,9 @@ final class EstimateCommand implements Callable<Integer> {
             how = advice.strategy();
         }
         MemoryEstimate estimate = builder.setData(samples, sampleBytes, how).build().estimate();
-        System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MiB), loaded %s%n%n", file, samples, sampleBytes,
+        String shown = dev.memfit.io.cloud.ObjectUri.isObject(file.toString())
+                ? dev.memfit.io.cloud.ObjectUri.of(file).toString() : file.toString();
+        System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MiB), loaded %s%n%n", shown, samples, sampleBytes,
                 dataBytes / (double) (1L << 20), how.describe());
         System.out.println(estimate.table().printAll());
         System.out.println();

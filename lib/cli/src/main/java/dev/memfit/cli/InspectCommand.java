@@ -9,6 +9,7 @@ import dev.memfit.io.Formats;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.io.npy.NpyHeader;
+import dev.memfit.shard.ObjectShardStore;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.source.SampleSource;
 import dev.memfit.io.hdf5.H5ad;
@@ -40,7 +41,7 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, a .npy object (s3://bucket/x.npy, gs://..., through the cache of MEMFIT_CACHE_DIR), an .h5 written by pack or a folder of .npy samples")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, an object in a bucket (s3://bucket/x.npy, .h5ad, .mrcs, .star, a shard folder s3://bucket/shards/; gs://...), read through the cache of MEMFIT_CACHE_DIR, an .h5 written by pack or a folder of .npy samples")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
@@ -91,22 +92,46 @@ final class InspectCommand implements Callable<Integer> {
     }
 
     /**
-     * An object in a bucket ({@code .npy} for now), read through the cache of the environment
-     * ({@link ObjectCache#fromEnvironment()}): the header from its first block, the sum from every block.
+     * An object in a bucket, read through the cache of the environment ({@link ObjectCache#fromEnvironment()}): a
+     * {@code .npy} from its header's block and then every block; an {@code .h5ad} staged whole (verified) and read
+     * like a local file; a stack or listing from its headers, then its images block by block; a shard folder
+     * ({@code s3://bucket/shards/}) from its metadata, then shard by shard, each checked against its CRC32C.
      */
     private static Map<String, Object> inspectObject(ObjectUri uri) {
-        if (!uri.key().toLowerCase(Locale.ROOT).endsWith(".npy")) {
-            throw new MemfitException(uri + ": inspect reads .npy objects from buckets (other formats: copy the "
-                    + "object to local disk first)");
-        }
         try (ObjectCache cache = ObjectCache.fromEnvironment()) {
             Path path = uri.toPath();
-            Formats.DataFile data = Formats.openNpy(cache, path);
             Map<String, Object> facts = new LinkedHashMap<>();
             facts.put("file", uri.toString());
+            String name = uri.key().toLowerCase(Locale.ROOT);
+            if (name.endsWith(".npy")) {
+                Formats.DataFile data = Formats.openNpy(cache, path);
+                facts.putAll(data.facts());
+                facts.put("size_on_disk", data.bytesOnDisk());
+                facts.put("sum", sumElements(cache, path, Npy.readHeader(cache, path)));
+                return facts;
+            }
+            Formats.DataFile data = Datasets.describe(uri, cache);
             facts.putAll(data.facts());
             facts.put("size_on_disk", data.bytesOnDisk());
-            facts.put("sum", sumElements(cache, path, Npy.readHeader(cache, path)));
+            switch (data.format()) {
+                case H5AD -> {
+                    try (H5ad h5ad = H5ad.open(cache.stage(uri).file())) {
+                        H5ad.Totals totals = h5ad.totals();
+                        if (!h5ad.sparse()) {
+                            facts.put("nnz", totals.nonZeroValues());
+                        }
+                        facts.put("sum", totals.sum());
+                    }
+                }
+                case MRC, STACK_LIST, STAR -> facts.put("sum", sum(ParticleStack.open(path, null, cache), cache));
+                case SHARDS -> {
+                    try (ObjectShardStore store = ObjectShardStore.builder().setFolder(uri).setCache(cache).build()) {
+                        store.prefetchOrder(java.util.stream.IntStream.range(0, store.shardSizes().length).toArray());
+                        facts.put("sum", sum(store));
+                    }
+                }
+                default -> throw new MemfitException(uri + ": inspect does not read " + data.format() + " from a bucket");
+            }
             return facts;
         }
     }
@@ -144,9 +169,9 @@ final class InspectCommand implements Callable<Integer> {
                     yield h5ad.sum();
                 }
             }
-            case MRC, STACK_LIST, STAR -> sum(ParticleStack.open(file));
-            case PACKED_HDF5 -> sum(PackedFile.open(file));
-            case NPY_FOLDER -> sum(FileSet.open(file));
+            case MRC, STACK_LIST, STAR -> sumLocal(ParticleStack.open(file));
+            case PACKED_HDF5 -> sumLocal(PackedFile.open(file));
+            case NPY_FOLDER -> sumLocal(FileSet.open(file));
             case SHARDS -> {
                 // every cell densified as a loader reads it (./memfit validate checks the checksums)
                 try (ShardStore store = ShardStore.open(file)) {
@@ -182,13 +207,20 @@ final class InspectCommand implements Callable<Integer> {
      * never rounded to float32 on the way, unlike what a loader delivers), reading runs of neighbouring records of
      * one file in about 32 MB at a time.
      */
-    private static double sum(RecordIndex records) {
+    private static double sumLocal(RecordIndex records) {
+        try (Storage storage = Storage.local()) {
+            return sum(records, storage);
+        }
+    }
+
+    /** As {@link #sumLocal}, the bytes from a storage (an object cache for a listing in a bucket), left open. */
+    private static double sum(RecordIndex records, Storage storage) {
         long values = 1;
         for (long dimension : records.sampleShape()) {
             values = Math.multiplyExact(values, dimension);
         }
         double sum = 0;
-        try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofConfined()) {
             long largest = 0;
             for (int f = 0; f < records.files().size(); f++) {
                 largest = Math.max(largest, records.dtype(f).byteSize());

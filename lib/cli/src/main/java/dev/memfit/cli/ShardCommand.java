@@ -10,10 +10,13 @@ import dev.memfit.shard.ShardWriter;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import java.util.concurrent.Callable;
@@ -25,7 +28,8 @@ import java.util.concurrent.Callable;
 final class ShardCommand implements Callable<Integer> {
 
     @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order: each is cut into shards "
-            + "from its first cell; without --vocab the shards hold the union of their genes")
+            + "from its first cell; without --vocab the shards hold the union of their genes. Objects in a bucket "
+            + "(s3://bucket/atlas.h5ad, gs://...) are staged whole into the cache of MEMFIT_CACHE_DIR first")
     private List<Path> inputs;
 
     @Option(names = "--engine", defaultValue = "local", description = "local (this process, resumable) or spark (Apache "
@@ -61,6 +65,34 @@ final class ShardCommand implements Callable<Integer> {
             throw new MemfitException("--top-genes ranks the genes of one file; with " + inputs.size()
                     + " files give the genes with --vocab");
         }
+        if (inputs.stream().noneMatch(in -> ObjectUri.isObject(in.toString()))) {
+            return convert(inputs);
+        }
+        // objects in a bucket: staged whole (verified) into the cache of the environment, then converted as local files
+        try (ObjectCache cache = ObjectCache.fromEnvironment()) {
+            List<Path> local = new ArrayList<>();
+            List<ObjectCache.Pin> pins = new ArrayList<>();
+            try {
+                for (Path in : inputs) {
+                    if (!ObjectUri.isObject(in.toString())) {
+                        local.add(in);
+                        continue;
+                    }
+                    ObjectUri uri = ObjectUri.of(in);
+                    ObjectCache.StagedObject staged = cache.stage(uri);
+                    pins.add(cache.pin(staged.file()));
+                    System.out.printf("staged %s (%.1f MB, %s) in %s%n", uri, staged.info().size() / 1e6,
+                            staged.etagChecked() ? "MD5 matches the ETag" : "blocks checked with CRC32C", cache.folder());
+                    local.add(staged.file());
+                }
+                return convert(local);
+            } finally {
+                pins.forEach(ObjectCache.Pin::close);
+            }
+        }
+    }
+
+    private Integer convert(List<Path> inputs) {
         Path input = inputs.getFirst();
         boolean existed = Files.exists(output);
         boolean fresh = !existed || isEmptyFolder(output);

@@ -2,6 +2,8 @@ package dev.memfit.data;
 
 import dev.memfit.MemfitException;
 import dev.memfit.io.Formats;
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.npy.FileSet;
@@ -9,6 +11,7 @@ import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.io.npy.NpyWriter;
 import dev.memfit.sample.Labels;
+import dev.memfit.shard.ObjectShardStore;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.source.ArraySource;
 import dev.memfit.source.SampleSource;
@@ -57,8 +60,7 @@ public final class Datasets {
      * @return the next step: lazy, mapped (local files) or in memory
      */
     public static NpyDataset npy(String pathOrUri) {
-        return dev.memfit.io.cloud.ObjectUri.isObject(pathOrUri)
-                ? new NpyDataset(dev.memfit.io.cloud.ObjectUri.parse(pathOrUri)) : new NpyDataset(Path.of(pathOrUri));
+        return ObjectUri.isObject(pathOrUri) ? new NpyDataset(ObjectUri.parse(pathOrUri)) : new NpyDataset(Path.of(pathOrUri));
     }
 
     /**
@@ -69,6 +71,19 @@ public final class Datasets {
      */
     public static ParticleDataset particles(Path path) {
         return new ParticleDataset(path);
+    }
+
+    /**
+     * Particle images named by a local path or an object address: a {@code .mrcs} stack, a {@code .txt} list of stacks
+     * or a RELION {@code .star} in a bucket ({@code s3://bucket/particles.star}) whose stacks are in the same bucket,
+     * read through a verified local cache ({@link ParticleDataset#optCache}).
+     *
+     * @param pathOrUri a local path or an object address
+     * @return the next step: eager or lazy
+     */
+    public static ParticleDataset particles(String pathOrUri) {
+        return ObjectUri.isObject(pathOrUri) ? new ParticleDataset(ObjectUri.parse(pathOrUri))
+                : new ParticleDataset(Path.of(pathOrUri));
     }
 
     /**
@@ -137,6 +152,62 @@ public final class Datasets {
     }
 
     /**
+     * A shard folder named by a local path or an object address ({@code s3://bucket/shards/}). A folder in a bucket is
+     * read shard by shard through {@link ObjectCache#fromEnvironment()} (closed with the loader), as
+     * {@link #shards(String, ObjectCache)} describes.
+     *
+     * @param pathOrUri the folder or its address
+     * @return the loader settings
+     */
+    public static LoaderBuilder shards(String pathOrUri) {
+        if (!ObjectUri.isObject(pathOrUri)) {
+            return shards(Path.of(pathOrUri));
+        }
+        ObjectUri folder = ObjectUri.parse(pathOrUri);
+        return new LoaderBuilder(() -> ObjectShardStore.builder().setFolder(folder).setCache(ObjectCache.fromEnvironment())
+                .optCloseCache(true).build(), true);
+    }
+
+    /**
+     * A shard folder in a bucket ({@code s3://bucket/shards/}, as {@code ./memfit shard} writes it), read shard by
+     * shard through a cache that may be smaller than the data ({@link ObjectShardStore}): the metadata is staged and
+     * checked when the loader is built, each shard staged whole and checked against its CRC32C when first needed,
+     * and the next two shards of the epoch's order staged in the background while one is read. With
+     * {@link LoaderBuilder#optShuffle} the order is shard by shard (shards shuffled, cells shuffled within each
+     * shard), so that each shard is downloaded at most once per epoch. The loader leaves the cache open.
+     *
+     * @param uri the folder's address
+     * @param cache the cache, kept open by the caller (to share it or read its statistics)
+     * @return the loader settings
+     */
+    public static LoaderBuilder shards(String uri, ObjectCache cache) {
+        return shards(ObjectShardStore.builder().setFolder(ObjectUri.parse(uri)).setCache(cache));
+    }
+
+    /**
+     * A shard folder in a bucket with the store's own settings, such as the shards staged ahead
+     * ({@link ObjectShardStore.Builder#optPrefetchShards}); the loader builds and closes the store.
+     *
+     * @param settings the store's settings
+     * @return the loader settings
+     */
+    public static LoaderBuilder shards(ObjectShardStore.Builder settings) {
+        return new LoaderBuilder(settings::build, true);
+    }
+
+    /**
+     * Streams an {@code .h5ad} named by a local path or an object address ({@code s3://bucket/atlas.h5ad}); an object
+     * is staged whole into a verified local cache when the loader is built ({@link H5adStreamBuilder#optCache}).
+     *
+     * @param pathOrUri the file or its address
+     * @return the stream settings
+     */
+    public static H5adStreamBuilder h5ad(String pathOrUri) {
+        return ObjectUri.isObject(pathOrUri) ? new H5adStreamBuilder(ObjectUri.parse(pathOrUri))
+                : new H5adStreamBuilder(Path.of(pathOrUri));
+    }
+
+    /**
      * Streams an AnnData {@code .h5ad} through a shuffle buffer: no set-up, memory bounded by the buffer, every cell
      * once per epoch, in batches like every other {@link Loader} (see {@link H5adStreamBuilder}).
      *
@@ -190,6 +261,90 @@ public final class Datasets {
     }
 
     /**
+     * What a local path or an object holds, as {@link #describe(Path)} says; an object is read through
+     * {@link ObjectCache#fromEnvironment()} ({@link #describe(ObjectUri, ObjectCache)}).
+     *
+     * @param pathOrUri a file, a folder or an object address
+     * @return the description
+     */
+    public static Formats.DataFile describe(String pathOrUri) {
+        if (!ObjectUri.isObject(pathOrUri)) {
+            return describe(Path.of(pathOrUri));
+        }
+        try (ObjectCache cache = ObjectCache.fromEnvironment()) {
+            return describe(ObjectUri.parse(pathOrUri), cache);
+        }
+    }
+
+    /**
+     * What an object holds, read through a cache: a {@code .npy} from its header's block, particle stacks and
+     * listings from the listing and the stacks' headers, an {@code .h5ad} staged whole (its metadata is spread
+     * through the file), and a shard folder (an address ending in {@code /}, or one without an extension) from its
+     * metadata. The description names the object ({@code s3:/bucket/key}, the path form of {@link ObjectUri}).
+     *
+     * @param uri the object or shard folder
+     * @param cache the cache, left open
+     * @return the description
+     */
+    public static Formats.DataFile describe(ObjectUri uri, ObjectCache cache) {
+        String name = uri.key().toLowerCase(java.util.Locale.ROOT);
+        String last = name.substring(name.lastIndexOf('/') + 1);
+        if (name.endsWith(".npy")) {
+            return Formats.openNpy(cache, uri.toPath());
+        }
+        if (name.endsWith(".h5ad")) {
+            try (StagedFile staged = StagedFile.of(uri, cache)) {
+                return Formats.openH5ad(staged.file(), uri.toPath());
+            }
+        }
+        if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".star") || name.endsWith(".txt")) {
+            return describeParticles(uri, cache);
+        }
+        if (name.isEmpty() || name.endsWith("/") || !last.contains(".")) {
+            try (ObjectShardStore store = ObjectShardStore.builder().setFolder(uri).setCache(cache)
+                    .optPrefetchShards(0).build()) {
+                long[] sizes = store.shardSizes();
+                Map<String, Object> facts = new LinkedHashMap<>();
+                facts.put("format", Formats.Format.SHARDS.description() + ", " + sizes.length + " shard(s)");
+                facts.put("cells", store.size());
+                facts.put("genes", store.sampleShape().get(0));
+                facts.put("shard_sizes", sizes);
+                facts.put("layout", store.layout() == dev.memfit.shard.ShardLayout.SPARSE ? "sparse (CSR)" : "dense");
+                facts.put("nnz", store.storedValues());
+                facts.put("stored_bytes", store.storedBytes());
+                long bytes = store.storedBytes() + cache.size(uri.resolve(Formats.SHARD_METADATA).toPath());
+                return new Formats.DataFile(uri.toPath(), Formats.Format.SHARDS, store.size(),
+                        store.sampleShape().getShape(), store.dtype(), bytes, facts);
+            }
+        }
+        throw new MemfitException(uri + ": expected an object memfit reads from a bucket (.npy, .h5ad, .mrcs/.mrc, "
+                + ".star, a .txt list of stacks, or a shard folder ending in /)");
+    }
+
+    private static Formats.DataFile describeParticles(ObjectUri uri, ObjectCache cache) {
+        dev.memfit.io.mrc.ParticleStack stack = dev.memfit.io.mrc.ParticleStack.open(uri.toPath(), null, cache);
+        dev.memfit.io.mrc.MrcHeader header = stack.header(0);
+        String name = uri.key().toLowerCase(java.util.Locale.ROOT);
+        boolean single = name.endsWith(".mrcs") || name.endsWith(".mrc");
+        Formats.Format format = single ? Formats.Format.MRC : name.endsWith(".star") ? Formats.Format.STAR
+                : Formats.Format.STACK_LIST;
+        Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("format", single ? "MRC2014 mode " + dev.memfit.io.mrc.MrcHeader.mode(header.dtype())
+                : format.description() + ", " + stack.files().size() + " stack(s)");
+        facts.put("images", stack.size());
+        facts.put("image_shape", new long[]{stack.height(), stack.width()});
+        facts.put("dtype", header.dtype().name().toLowerCase(java.util.Locale.ROOT));
+        facts.put("voxel_size", header.voxelSize());
+        facts.put("image_bytes", stack.fileBytes());
+        long bytes = 0;
+        for (Path file : stack.files()) {
+            bytes += cache.size(file);
+        }
+        return new Formats.DataFile(uri.toPath(), format, stack.size(), new long[]{stack.height(), stack.width()},
+                header.dtype(), bytes, facts);
+    }
+
+    /**
      * One dataframe of an AnnData {@code .h5ad}, as anndata stores it: {@code obs} (a row per cell, such as cell
      * types) or {@code var} (a row per gene, such as {@code highly_variable}). Reads the annotations only, not
      * {@code X}.
@@ -240,6 +395,40 @@ public final class Datasets {
                     + "column of strings, categories or booleans");
         }
         return Labels.of(names, obsColumn);
+    }
+
+    /**
+     * One dataframe of an {@code .h5ad} named by a local path or an object address, as {@link #columns(Path, String)}
+     * reads it; an object is staged whole through {@link ObjectCache#fromEnvironment()} first.
+     *
+     * @param pathOrUri the file or its address
+     * @param frame "obs" or "var"
+     * @return column name to its values
+     */
+    public static Map<String, Object> columns(String pathOrUri, String frame) {
+        if (!ObjectUri.isObject(pathOrUri)) {
+            return columns(Path.of(pathOrUri), frame);
+        }
+        try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
+            return columns(staged.file(), frame);
+        }
+    }
+
+    /**
+     * The labels of an {@code .h5ad}'s cells named by a local path or an object address, as
+     * {@link #labels(Path, String)} reads them; an object is staged whole through {@link ObjectCache#fromEnvironment()}.
+     *
+     * @param pathOrUri the file or its address
+     * @param obsColumn the column, such as "cell_type"
+     * @return the class of each cell and the class names, sorted
+     */
+    public static Labels labels(String pathOrUri, String obsColumn) {
+        if (!ObjectUri.isObject(pathOrUri)) {
+            return labels(Path.of(pathOrUri), obsColumn);
+        }
+        try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
+            return labels(staged.file(), obsColumn);
+        }
     }
 
     /**

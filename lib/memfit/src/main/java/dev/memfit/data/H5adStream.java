@@ -59,6 +59,10 @@ final class H5adStream implements Loader.Pipeline {
     private final NativeMemory.Reservation reservation;
     private final boolean dropLast;
     private final int prefetch;
+    /** What descriptions name: the file's name, or the object's address when the file is a staged object. */
+    private String name;
+    /** Closed with the stream: the pin and cache of a staged object; null for a local file. */
+    private AutoCloseable staging;
 
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
                boolean dropLast) {
@@ -86,6 +90,7 @@ final class H5adStream implements Loader.Pipeline {
         this.threads = threads;
         this.dropLast = dropLast;
         this.prefetch = prefetch;
+        this.name = file.getFileName().toString();
         this.slots = Math.addExact(bufferCells, Math.multiplyExact(prefetch, chunkSize));
         ShuffleBuffer.Sparse sparse;
         try {
@@ -118,6 +123,16 @@ final class H5adStream implements Loader.Pipeline {
         this.reservation = NativeMemory.ALLOCATED.reserve(bufferMemory());
     }
 
+    /**
+     * Marks the file as the local copy of an object: descriptions name the object, and {@code resources} (its pin
+     * and, when the loader owns it, the cache) are closed with the stream.
+     */
+    H5adStream stagedFrom(String object, AutoCloseable resources) {
+        this.name = object;
+        this.staging = resources;
+        return this;
+    }
+
     /** Chunks read ahead, each into slots of its own. */
     private int readDepth() {
         return prefetch;
@@ -135,7 +150,7 @@ final class H5adStream implements Loader.Pipeline {
 
     @Override
     public String describe() {
-        return "stream of " + file.getFileName() + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
+        return "stream of " + name + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
                 + ", shuffle buffer " + bufferCells + ", " + threads + (threads == 1 ? " thread)" : " threads)");
     }
 
@@ -170,7 +185,7 @@ final class H5adStream implements Loader.Pipeline {
 
     @Override
     public String fingerprint() {
-        return file.getFileName() + " (" + cells + " cells x " + genes + " genes)";
+        return name + " (" + cells + " cells x " + genes + " genes)";
     }
 
     @Override
@@ -451,6 +466,13 @@ final class H5adStream implements Loader.Pipeline {
         synchronized (handles) {
             handles.forEach(H5ad::close);
             handles.clear();
+        }
+        if (staging != null) {
+            try {
+                staging.close();
+            } catch (Exception e) {
+                throw new MemfitException("closing the cache of " + name + " failed: " + e.getMessage(), e);
+            }
         }
     }
 }

@@ -14,6 +14,10 @@ import java.nio.file.Path;
  * }
  * }</pre>
  *
+ * <p>An {@code .h5ad} in a bucket ({@link Datasets#h5ad(String)}) is staged whole into the verified local cache
+ * when the loader is built ({@link dev.memfit.io.cloud.ObjectCache#stage}, MD5-checked against the ETag of a
+ * single-part upload, block CRC32Cs otherwise) and then read like a local file; {@link #optCache} shares a cache.
+ *
  * <p>Every cell is read once per epoch in runs of consecutive cells, which is what compressed, chunked files (every
  * file anndata writes) read fastest; randomness comes from the chunk order and the draws from the buffer, so a larger
  * buffer mixes better at the cost of memory ({@link Loader#bufferMemory()}).
@@ -27,6 +31,8 @@ import java.nio.file.Path;
 public final class H5adStreamBuilder implements Loader.Builder {
     private LoaderState resumeFrom;
     private final Path file;
+    private final dev.memfit.io.cloud.ObjectUri object;
+    private dev.memfit.io.cloud.ObjectCache cache;
     private int chunkSize = 10_000;
     private Integer bufferCells;
     private Integer fetchFactor;
@@ -39,6 +45,30 @@ public final class H5adStreamBuilder implements Loader.Builder {
 
     H5adStreamBuilder(Path file) {
         this.file = file;
+        this.object = null;
+    }
+
+    /** An {@code .h5ad} in a bucket: staged whole through the cache when the loader is built. */
+    H5adStreamBuilder(dev.memfit.io.cloud.ObjectUri object) {
+        this.file = object.toPath();
+        this.object = object;
+    }
+
+    /**
+     * Stages an object ({@code s3://}, {@code gs://}) through this cache instead of
+     * {@link dev.memfit.io.cloud.ObjectCache#fromEnvironment()}; the loader does not close it.
+     *
+     * @param objects the cache, whose limit must hold the whole file (and, while it is staged, its blocks)
+     * @return this builder
+     */
+    public H5adStreamBuilder optCache(dev.memfit.io.cloud.ObjectCache objects) {
+        if (object == null) {
+            throw new dev.memfit.MemfitException(file + ": optCache is for an .h5ad in a bucket (s3://, gs://); a "
+                    + "local file is read directly");
+        }
+        this.cache = java.util.Objects.requireNonNull(objects, "cache; leave optCache out to use "
+                + "ObjectCache.fromEnvironment()");
+        return this;
     }
 
     /**
@@ -150,9 +180,23 @@ public final class H5adStreamBuilder implements Loader.Builder {
     public Loader build() {
         int buffer = bufferCells != null ? bufferCells
                 : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
-        Loader loader = new Loader(new H5adStream(file, chunkSize, buffer, batchSize,
-                threads, prefetch == null ? Math.max(2, threads) : prefetch, seed, dropLast, sparseBuffer));
-        return loader.resumingFrom(resumeFrom);
+        int ahead = prefetch == null ? Math.max(2, threads) : prefetch;
+        if (object == null) {
+            return new Loader(new H5adStream(file, chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
+                    sparseBuffer)).resumingFrom(resumeFrom);
+        }
+        // the whole object, verified, as a local file that the mapped reader reads unchanged; pinned (and the cache
+        // kept open) until the loader closes
+        StagedFile staged = StagedFile.of(object, cache);
+        H5adStream stream;
+        try {
+            stream = new H5adStream(staged.file(), chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
+                    sparseBuffer).stagedFrom(object.toString(), staged);
+        } catch (RuntimeException e) {
+            staged.close();
+            throw e;
+        }
+        return new Loader(stream).resumingFrom(resumeFrom);
     }
 
     /**

@@ -51,7 +51,9 @@ public final class LoaderBuilder implements Loader.Builder {
     }
 
     /**
-     * Visits samples in a seeded random order that changes every epoch.
+     * Visits samples in a seeded random order that changes every epoch. For a shard folder in a bucket
+     * ({@code Datasets.shards("s3://...")}) the order is shard by shard: the shards in a random order, the cells of
+     * each in a random order ({@link dev.memfit.sample.ShardShuffleSampler}), so that shards are staged once per epoch.
      *
      * @param seed the seed; the same seed gives the same batches from any source
      * @return this builder
@@ -210,6 +212,11 @@ public final class LoaderBuilder implements Loader.Builder {
                             .setBlockSize(blockShuffle[0]).optFetchFactor(blockShuffle[1]).setBatchSize(batchSize)
                             .optSeed(seed).build()
                     : seed != null ? new ShuffledSampler(source.size(), seed) : new SequentialSampler(source.size());
+            if (sampler == null && blockShuffle == null && source instanceof dev.memfit.shard.ObjectShardStore objects) {
+                // shards in a bucket: shard by shard (shuffled within each), so that the store stages the next
+                // shards of the epoch's order while one is read, and a cache smaller than the data does not thrash
+                chosen = ShardPrefetchSampler.of(objects, seed);
+            }
             if (dropLast && chosen.epochLength() < batchSize) {
                 throw new MemfitException("batch size " + batchSize + " is larger than the " + chosen.epochLength()
                         + " samples an epoch of " + source.describe() + " has, and dropLast is set: no batch would be "

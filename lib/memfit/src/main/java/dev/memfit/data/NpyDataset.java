@@ -9,7 +9,6 @@ import dev.memfit.io.storage.Storage;
 import dev.memfit.source.NpySource;
 import dev.memfit.source.Particles;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Objects;
 
@@ -127,30 +126,6 @@ public final class NpyDataset {
 
     /** The cache given with {@link #optCache} (which the loader must not close), else a new one from the environment. */
     private Storage storage() {
-        return cache == null ? ObjectCache.fromEnvironment() : new Borrowed(cache);
-    }
-
-    /** A storage the loader uses without owning it: closing it leaves the cache open for its owner. */
-    private record Borrowed(Storage storage) implements Storage {
-
-        @Override
-        public void read(Path path, long position, MemorySegment into) {
-            storage.read(path, position, into);
-        }
-
-        @Override
-        public long size(Path path) {
-            return storage.size(path);
-        }
-
-        @Override
-        public String describe() {
-            return storage.describe();
-        }
-
-        @Override
-        public void close() {
-            // the caller of optCache closes the cache
-        }
+        return cache == null ? ObjectCache.fromEnvironment() : new BorrowedStorage(cache);
     }
 }

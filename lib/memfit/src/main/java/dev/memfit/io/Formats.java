@@ -213,30 +213,7 @@ public final class Formats {
                 yield new DataFile(path, format, stack.size(), new long[]{stack.height(), stack.width()}, header.dtype(),
                         size(stack.files()), facts);
             }
-            case H5AD -> {
-                try (H5ad h5ad = H5ad.open(path)) {
-                    facts.put("format", "AnnData .h5ad, X " + switch (h5ad.layout()) {
-                        case CSR -> "CSR";
-                        case DENSE -> "dense";
-                        // rows of a CSC X cost a transpose: say so before anyone streams it
-                        case CSC -> String.format("CSC (transposed to CSR when rows are first read, %,d stored values)",
-                                h5ad.storedValues());
-                    });
-                    facts.put("x_layout", h5ad.layout().toString());
-                    facts.put("n_obs", h5ad.observations());
-                    facts.put("n_vars", h5ad.variables());
-                    if (h5ad.sparse()) {
-                        facts.put("nnz", h5ad.storedValues());
-                    } else {
-                        // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
-                        // read only knows that every value is stored
-                        facts.put("stored_values", h5ad.storedValues());
-                    }
-                    facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
-                    yield new DataFile(path, format, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
-                            size(List.of(path)), facts);
-                }
-            }
+            case H5AD -> openH5ad(path, path);
             case PACKED_HDF5 -> {
                 PackedFile packed = PackedFile.open(path);
                 facts.put("format", "HDF5 packed by memfit, /" + PackedFile.SAMPLES + " float32");
@@ -255,6 +232,40 @@ public final class Formats {
             case SHARDS -> throw new MemfitException(path + ": a shard folder; open it with dev.memfit.shard.ShardStore "
                     + "or Datasets.shards(folder), which check its metadata and checksums");
         };
+    }
+
+    /**
+     * Describes an {@code .h5ad} from its metadata, as {@link #open} does, for a local copy that stands for another
+     * path, such as an object in a bucket staged into a local cache under a name of the cache's.
+     *
+     * @param file the local file
+     * @param shownAs the path the description names (an object's path form {@code s3:/bucket/key}, or {@code file})
+     * @return the description
+     */
+    public static DataFile openH5ad(Path file, Path shownAs) {
+        Map<String, Object> facts = new LinkedHashMap<>();
+        try (H5ad h5ad = H5ad.open(file)) {
+            facts.put("format", "AnnData .h5ad, X " + switch (h5ad.layout()) {
+                case CSR -> "CSR";
+                case DENSE -> "dense";
+                // rows of a CSC X cost a transpose: say so before anyone streams it
+                case CSC -> String.format("CSC (transposed to CSR when rows are first read, %,d stored values)",
+                        h5ad.storedValues());
+            });
+            facts.put("x_layout", h5ad.layout().toString());
+            facts.put("n_obs", h5ad.observations());
+            facts.put("n_vars", h5ad.variables());
+            if (h5ad.sparse()) {
+                facts.put("nnz", h5ad.storedValues());
+            } else {
+                // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
+                // read only knows that every value is stored
+                facts.put("stored_values", h5ad.storedValues());
+            }
+            facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
+            return new DataFile(shownAs, Format.H5AD, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
+                    size(List.of(file)), facts);
+        }
     }
 
     private static String byteOrder(DType dtype, ByteOrder order) {

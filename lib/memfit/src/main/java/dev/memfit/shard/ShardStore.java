@@ -290,14 +290,25 @@ public final class ShardStore implements SampleSource {
         if (!Files.exists(file)) {
             throw new MemfitException(folder + ": expected a shard folder with " + ShardWriter.METADATA + ", found none");
         }
+        return checkedMetadata(file, file);
+    }
+
+    /**
+     * Reads shard metadata and checks that it describes a complete shard set whose shards add up to its cells.
+     *
+     * @param file the metadata file (a local copy of an object's, for a shard folder in a bucket)
+     * @param shownAs the path errors name
+     * @return the metadata
+     */
+    static JsonNode checkedMetadata(Path file, Path shownAs) {
         JsonNode metadata;
         try {
             metadata = ShardWriter.JSON.readTree(file.toFile());
         } catch (IOException e) {
-            throw new InvalidFileException(file, -1, "JSON shard metadata", "text that does not parse: " + e.getMessage(), e);
+            throw new InvalidFileException(shownAs, -1, "JSON shard metadata", "text that does not parse: " + e.getMessage(), e);
         }
         if (!metadata.path("complete").asBoolean(false)) {
-            throw new InvalidFileException(file, -1, "a complete shard set", "an interrupted conversion ("
+            throw new InvalidFileException(shownAs, -1, "a complete shard set", "an interrupted conversion ("
                     + metadata.path("shards").size() + " shards done): run memfit shard again to resume");
         }
         long total = 0;
@@ -305,14 +316,14 @@ public final class ShardStore implements SampleSource {
             total += shard.path("cells").asLong();
         }
         if (total != metadata.path("cells").asLong()) {
-            throw new InvalidFileException(file, -1, metadata.path("cells").asLong() + " cells in the shards",
+            throw new InvalidFileException(shownAs, -1, metadata.path("cells").asLong() + " cells in the shards",
                     total + " (shards missing from the list?)");
         }
         return metadata;
     }
 
     /** Checks that an array file exists and holds {@code rows} (x {@code columns} when 2-D) little-endian C-order values of a type. */
-    private static NpyHeader checkArray(Path npy, DType type, long rows, long columns) {
+    static NpyHeader checkArray(Path npy, DType type, long rows, long columns) {
         if (!Files.exists(npy)) {
             throw new MemfitException(npy + ": expected the shard listed in " + ShardWriter.METADATA + ", found no file");
         }
@@ -329,7 +340,7 @@ public final class ShardStore implements SampleSource {
     }
 
     /** Checks a CSR shard's row pointers: from 0, never decreasing, ending at the stored values. */
-    private static void checkPointers(NpyArray indptr, long nnz) {
+    static void checkPointers(NpyArray indptr, long nnz) {
         MemorySegment data = indptr.data();
         long n = indptr.rows();
         long previous = data.get(LONG_LE, 0);

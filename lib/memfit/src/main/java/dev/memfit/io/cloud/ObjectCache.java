@@ -113,6 +113,12 @@ public final class ObjectCache implements Storage {
     private final LongAdder waitedNanos = new LongAdder();
     private final LongAdder corruptBlocks = new LongAdder();
     private final LongAdder evictedBlocks = new LongAdder();
+    /**
+     * Files readers of this cache are using ({@link #pin}), with how many pins each holds: eviction leaves them in
+     * place. In-process only; another process sharing the folder may still evict them (a reader keeps them open or
+     * mapped, which outlives the deletion on POSIX file systems).
+     */
+    private final Map<Path, Integer> pinned = new ConcurrentHashMap<>();
 
     private ObjectCache(Builder settings) {
         this.store = settings.store;
@@ -703,8 +709,8 @@ public final class ObjectCache implements Storage {
             if (total + bytes <= limitBytes) {
                 break;
             }
-            if (file.file().equals(incoming)) {
-                continue;
+            if (file.file().equals(incoming) || pinned.containsKey(file.file())) {
+                continue; // in use: pinned files may hold the folder above its limit until they are released
             }
             if (Files.deleteIfExists(file.file())) {
                 evictedBlocks.increment();
@@ -769,6 +775,33 @@ public final class ObjectCache implements Storage {
      *                    only block by block against the CRC32C taken when they were downloaded
      */
     public record StagedObject(Path file, ObjectInfo info, boolean etagChecked) {
+    }
+
+    /** A file kept from eviction by {@link #pin}; closing releases it. */
+    public interface Pin extends AutoCloseable {
+        /** Lets the file be evicted again (only the first call counts). */
+        @Override
+        void close();
+    }
+
+    /**
+     * Protects a cached file (such as a {@link #stage staged} object being read) from eviction by this cache until
+     * the returned handle is closed, so that staging further objects under a small limit never removes the ones in
+     * use. Pins count: a file pinned twice stays protected until both handles are closed. Pinned files may keep the
+     * folder above its limit.
+     *
+     * @param file a file of this cache, such as {@link StagedObject#file()}
+     * @return the pin; closing it (once) lets the file be evicted again
+     */
+    public Pin pin(Path file) {
+        Path key = file.toAbsolutePath().normalize();
+        pinned.merge(key, 1, Integer::sum);
+        java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+        return () -> {
+            if (released.compareAndSet(false, true)) {
+                pinned.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
+            }
+        };
     }
 
     /**

@@ -52,6 +52,28 @@ public final class Mrc {
     }
 
     /**
+     * Reads and validates a header through a storage, such as an object cache over a bucket (paths in the form
+     * {@code s3:/bucket/key}): only the header's bytes are read.
+     *
+     * @param file the file or object
+     * @param storage where the bytes come from
+     * @return the header
+     */
+    public static MrcHeader readHeader(Path file, Storage storage) {
+        long size = storage.size(file);
+        int length = (int) Math.min(MrcHeader.HEADER_BYTES, size);
+        byte[] bytes = new byte[length];
+        if (length > 0) {
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                MemorySegment into = arena.allocate(length);
+                storage.read(file, 0, into);
+                MemorySegment.copy(into, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes, 0, length);
+            }
+        }
+        return MrcHeader.decode(file, ByteBuffer.wrap(bytes), size);
+    }
+
+    /**
      * Opens a file for reading images, with positional reads of its own (closed with the reader).
      *
      * @param file the {@code .mrcs} or {@code .mrc}

@@ -61,16 +61,32 @@ public final class ParticleStack implements RecordIndex {
      * @return the stack
      */
     public static ParticleStack open(Path path, Path datadir) {
+        return open(path, datadir, null);
+    }
+
+    /**
+     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file whose bytes (the listing's and the stacks'
+     * headers) come from a storage, such as an object cache over a bucket: paths are then in the form
+     * {@code s3:/bucket/key}, and relative stack names resolve against the listing's prefix
+     * ({@code s3:/bucket/particles.star} and {@code Particles/a.mrcs} give {@code s3:/bucket/Particles/a.mrcs}).
+     *
+     * @param path the file or object
+     * @param datadir where relative paths point, or null for the listing's folder
+     * @param storage where the bytes come from, or null for local files
+     * @return the stack
+     */
+    public static ParticleStack open(Path path, Path datadir, dev.memfit.io.storage.Storage storage) {
         String name = path.getFileName().toString().toLowerCase(Locale.ROOT);
-        Path base = datadir != null ? datadir : path.toAbsolutePath().getParent();
+        // an object's path (s3:/bucket/key) is not made absolute: that would put the working folder in front
+        Path base = datadir != null ? datadir : storage != null ? path.getParent() : path.toAbsolutePath().getParent();
         if (name.endsWith(".star")) {
-            return fromStar(path, base);
+            return fromStar(path, base, storage);
         }
         if (name.endsWith(".txt")) {
-            return fromList(path, base);
+            return fromList(path, base, storage);
         }
         if (Mrc.hasMrcExtension(path)) {
-            MrcHeader header = Mrc.readHeader(path);
+            MrcHeader header = storage == null ? Mrc.readHeader(path) : Mrc.readHeader(path, storage);
             int[] fileOf = new int[Math.toIntExact(header.nz())];
             long[] imageOf = new long[fileOf.length];
             for (int i = 0; i < imageOf.length; i++) {
@@ -82,8 +98,8 @@ public final class ParticleStack implements RecordIndex {
                 + "RELION .star file, found another extension");
     }
 
-    private static ParticleStack fromList(Path list, Path base) {
-        List<String> lines = readLines(list);
+    private static ParticleStack fromList(Path list, Path base, dev.memfit.io.storage.Storage storage) {
+        List<String> lines = storage == null ? readLines(list) : readLines(list, storage);
         List<Path> files = new ArrayList<>();
         List<MrcHeader> headers = new ArrayList<>();
         long total = 0;
@@ -92,8 +108,8 @@ public final class ParticleStack implements RecordIndex {
             if (entry.isEmpty() || entry.startsWith("#")) {
                 continue;
             }
-            Path file = resolve(base, entry, list, line + 1);
-            headers.add(headerOf(file, list, line + 1));
+            Path file = resolve(base, entry, list, line + 1, storage);
+            headers.add(headerOf(file, list, line + 1, storage));
             files.add(file);
             total += headers.getLast().nz();
             if (total > MAX_PARTICLES) {
@@ -117,9 +133,13 @@ public final class ParticleStack implements RecordIndex {
         return check(new ParticleStack(list, files, headers, fileOf, imageOf));
     }
 
-    private static ParticleStack fromStar(Path star, Path base) {
+    private static ParticleStack fromStar(Path star, Path base, dev.memfit.io.storage.Storage storage) {
         ImageTables tables = new ImageTables(star);
-        Star.read(star, tables);
+        if (storage == null) {
+            Star.read(star, tables);
+        } else {
+            Star.read(star, storage, tables);
+        }
         ImageNames names = tables.choose();
         Map<Path, Integer> fileIndex = new LinkedHashMap<>();
         List<MrcHeader> headers = new ArrayList<>();
@@ -127,10 +147,10 @@ public final class ParticleStack implements RecordIndex {
         long[] imageOf = new long[names.count];
         int[] fileOfName = new int[names.paths.size()];
         for (int p = 0; p < fileOfName.length; p++) {
-            Path file = resolve(base, names.paths.get(p), star, names.firstLine[p]);
+            Path file = resolve(base, names.paths.get(p), star, names.firstLine[p], storage);
             final long line = names.firstLine[p];
             fileOfName[p] = fileIndex.computeIfAbsent(file, path -> {
-                headers.add(headerOf(path, star, line));
+                headers.add(headerOf(path, star, line, storage));
                 return headers.size() - 1;
             });
         }
@@ -305,16 +325,26 @@ public final class ParticleStack implements RecordIndex {
         }
     }
 
-    private static Path resolve(Path base, String name, Path listing, long line) {
+    private static Path resolve(Path base, String name, Path listing, long line, dev.memfit.io.storage.Storage storage) {
         try {
-            return base.resolve(name);
+            // an object's key has no "." or ".." of its own: fold them as a folder would
+            return storage == null ? base.resolve(name) : base.resolve(name).normalize();
         } catch (java.nio.file.InvalidPathException e) {
             throw new InvalidFileException(listing, -1, "on line " + line + " a valid path", "'" + name + "' ("
                     + e.getReason() + ")");
         }
     }
 
-    private static MrcHeader headerOf(Path file, Path listing, long line) {
+    private static MrcHeader headerOf(Path file, Path listing, long line, dev.memfit.io.storage.Storage storage) {
+        if (storage != null) {
+            try {
+                storage.size(file);
+            } catch (MemfitException e) {
+                throw new MemfitException(listing + " line " + line + ": expected an existing stack, found none at "
+                        + file + " (" + e.getMessage() + ")", e);
+            }
+            return Mrc.readHeader(file, storage);
+        }
         if (!Files.exists(file)) {
             throw new MemfitException(listing + " line " + line + ": expected an existing stack, found no file " + file);
         }
@@ -331,6 +361,27 @@ public final class ParticleStack implements RecordIndex {
             }
         }
         return stack;
+    }
+
+    /** The lines of a small text file read through a storage (a list of stacks). */
+    private static List<String> readLines(Path file, dev.memfit.io.storage.Storage storage) {
+        long size = storage.size(file);
+        if (size > (64L << 20)) {
+            throw new InvalidFileException(file, -1, "a list of particle stacks of at most 64 MiB", size + " bytes");
+        }
+        byte[] bytes = new byte[(int) size];
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment into = arena.allocate(Math.max(1, size));
+            storage.read(file, 0, into.asSlice(0, size));
+            java.lang.foreign.MemorySegment.copy(into, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes, 0, bytes.length);
+        }
+        try {
+            return java.nio.charset.StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString()
+                    .lines().toList();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new InvalidFileException(file, -1, "a UTF-8 text file listing particle stacks",
+                    "bytes that are not UTF-8 text", e);
+        }
     }
 
     private static List<String> readLines(Path file) {

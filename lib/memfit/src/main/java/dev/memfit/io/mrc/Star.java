@@ -205,6 +205,57 @@ public final class Star {
         }
     }
 
+    /**
+     * Reads a file through a storage line by line (such as a {@code .star} in a bucket through an object cache, its
+     * path in the form {@code s3:/bucket/key}), in reads of 1 MiB, handing its content to a handler.
+     *
+     * @param file the {@code .star} file or object
+     * @param storage where the bytes come from
+     * @param handler what receives the content
+     * @throws InvalidFileException naming the file and line of the first syntax error
+     */
+    public static void read(Path file, dev.memfit.io.storage.Storage storage, Handler handler) {
+        long size = storage.size(file);
+        java.io.InputStream bytes = new java.io.InputStream() {
+            private final java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
+            private final java.lang.foreign.MemorySegment buffer = arena.allocate(1 << 20);
+            private long position;
+
+            @Override
+            public int read() {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] into, int offset, int length) {
+                if (position >= size) {
+                    return -1;
+                }
+                int n = (int) Math.min(Math.min(length, buffer.byteSize()), size - position);
+                java.lang.foreign.MemorySegment part = buffer.asSlice(0, n);
+                storage.read(file, position, part);
+                java.lang.foreign.MemorySegment.copy(part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, into, offset, n);
+                position += n;
+                return n;
+            }
+
+            @Override
+            public void close() {
+                arena.close();
+            }
+        };
+        // a strict decoder, as Files.newBufferedReader uses: bytes that are not UTF-8 are reported, not replaced
+        try (BufferedReader reader = new BufferedReader(new java.io.InputStreamReader(bytes,
+                java.nio.charset.StandardCharsets.UTF_8.newDecoder()), 1 << 16)) {
+            new Parser(file, handler).parse(reader);
+        } catch (CharacterCodingException e) {
+            throw new InvalidFileException(file, -1, "a UTF-8 text file", "bytes that are not UTF-8 text (a binary file?)", e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
+    }
+
     /** The state machine over lines; one instance per file. */
     private static final class Parser {
 

@@ -1,0 +1,178 @@
+package dev.memfit.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.memfit.PythonPeer;
+import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.shard.ShardStore;
+import dev.memfit.shard.ShardWriter;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code memfit inspect|estimate|shard s3://...} as a user runs them: each in its own process with the endpoint,
+ * credentials and cache folder from the environment only, against a real S3 server (S3Proxy on 127.0.0.1). The facts
+ * and sums for an {@code .h5ad} written by anndata, the shard folder made from it and a STAR listing of mrcfile
+ * stacks equal those of the local files; {@code shard} converts a bucket's {@code .h5ad} into the same shards as the
+ * local file; a wrong bucket is one line naming it, and the secret key is never printed.
+ */
+class ObjectCommandsTest {
+
+    private static S3TestServer server;
+
+    @TempDir
+    static Path inputs;
+
+    @TempDir
+    Path cache;
+
+    @BeforeAll
+    static void upload() throws Exception {
+        assertEquals("ok", PythonPeer.run("""
+                import sys, os, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad, mrcfile
+                d = sys.argv[1]
+                rng = np.random.default_rng(5)
+                x = ((rng.random((300, 40)) < 0.3) * rng.integers(1, 20, (300, 40))).astype(np.float32)
+                obs = pd.DataFrame({'cell_type': pd.Categorical(rng.choice(['B', 'T'], 300))},
+                                   index=['c%d' % i for i in range(300)])
+                ad.AnnData(sp.csr_matrix(x), obs=obs, var=pd.DataFrame(index=['g%d' % j for j in range(40)])).write_h5ad(d + '/atlas.h5ad')
+                os.makedirs(d + '/particles/Particles', exist_ok=True)
+                z, y, x = np.meshgrid(np.arange(7), np.arange(6), np.arange(6), indexing='ij')
+                with mrcfile.new(d + '/particles/Particles/stack.mrcs', overwrite=True) as mrc:
+                    mrc.set_data((z * 100 + y * 10 + x).astype(np.float32))
+                    mrc.set_image_stack()
+                print('ok')
+                """, inputs));
+        Files.writeString(inputs.resolve("particles/particles.star"), "data_particles\n\nloop_\n_rlnImageName #1\n"
+                + "3@Particles/stack.mrcs\n1@Particles/stack.mrcs\n7@Particles/stack.mrcs\n");
+        ShardWriter.builder().setInput(inputs.resolve("atlas.h5ad")).optShardSize(70).write(inputs.resolve("shards"));
+        server = new S3TestServer();
+        server.createBucket("lab");
+        try (Stream<Path> files = Files.walk(inputs)) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                server.put("lab", inputs.relativize(file).toString(), Files.readAllBytes(file));
+            }
+        }
+    }
+
+    @AfterAll
+    static void stop() {
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    /** Runs memfit in its own process with the server's endpoint and keys in the environment only. */
+    private CliRun run(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        command.addAll(List.of(args));
+        Path err = Files.createTempFile(cache.getParent(), "err", ".txt");
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(err.toFile());
+        Map<String, String> environment = builder.environment();
+        environment.keySet().removeIf(name -> name.startsWith("AWS_") || name.startsWith("MEMFIT_CACHE"));
+        environment.put("AWS_ENDPOINT_URL", server.endpoint().toString());
+        environment.put("AWS_ACCESS_KEY_ID", S3TestServer.ACCESS_KEY);
+        environment.put("AWS_SECRET_ACCESS_KEY", S3TestServer.SECRET_KEY);
+        environment.put("MEMFIT_CACHE_DIR", cache.toString());
+        Process process = builder.start();
+        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(2, TimeUnit.MINUTES));
+        String errors = Files.readString(err);
+        assertFalse(out.contains(S3TestServer.SECRET_KEY) || errors.contains(S3TestServer.SECRET_KEY), "the secret printed");
+        return new CliRun(process.exitValue(), out, errors);
+    }
+
+    /** The facts of inspect --json without the file name, which differs between the object and the local file. */
+    private static JsonNode facts(String json) throws Exception {
+        ObjectNode node = (ObjectNode) new ObjectMapper().readTree(json);
+        node.remove("file");
+        return node;
+    }
+
+    @Test
+    void inspectGivesTheLocalFilesFactsForAnH5adAShardFolderAndAStarListing() throws Exception {
+        for (String key : List.of("atlas.h5ad", "shards/", "particles/particles.star")) {
+            CliRun remote = run("inspect", "s3://lab/" + key, "--json");
+            assertEquals(0, remote.status(), key + ": " + remote.err());
+            CliRun local = CliRun.of("inspect", inputs.resolve(key).toString(), "--json");
+            assertEquals(0, local.status(), local.err());
+            JsonNode got = facts(remote.out());
+            JsonNode expected = facts(local.out());
+            assertEquals(expected.get("sum").asDouble(), got.get("sum").asDouble(), 1e-9 * Math.abs(expected.get("sum").asDouble()), key);
+            ((ObjectNode) got).remove(List.of("sum"));
+            ((ObjectNode) expected).remove(List.of("sum"));
+            if (key.equals("particles/particles.star")) {
+                // the local listing's extra facts are about the local file system (byte order of the header read)
+                expected.fieldNames().forEachRemaining(name -> {
+                    if (got.has(name)) {
+                        assertEquals(expected.get(name), got.get(name), key + " " + name);
+                    }
+                });
+                assertEquals(3, got.get("images").asLong());
+            } else {
+                assertEquals(expected, got, key);
+            }
+        }
+        // numpy's sum of the images the listing names: (2 + 0 + 6) * 100 * 36 + 36 * (sum of y * 10 + x)
+        CliRun star = run("inspect", "s3://lab/particles/particles.star", "--json");
+        double pixels = 0;
+        for (int y = 0; y < 6; y++) {
+            for (int x = 0; x < 6; x++) {
+                pixels += y * 10 + x;
+            }
+        }
+        assertEquals(800 * 36 + 3 * pixels, new ObjectMapper().readTree(star.out()).get("sum").asDouble(), 1e-6);
+    }
+
+    @Test
+    void estimateAndShardReadAnH5adFromTheBucket() throws Exception {
+        CliRun estimate = run("estimate", "s3://lab/atlas.h5ad", "--model-params", "1000");
+        assertEquals(0, estimate.status(), estimate.err());
+        assertTrue(estimate.out().startsWith("s3://lab/atlas.h5ad: 300 samples of 160 bytes"), estimate.out());
+
+        Path out = cache.getParent().resolve("from-bucket");
+        CliRun shard = run("shard", "s3://lab/atlas.h5ad", "--output-dir", out.toString(), "--shard-size", "70");
+        assertEquals(0, shard.status(), shard.err());
+        assertTrue(shard.out().contains("staged s3://lab/atlas.h5ad") && shard.out().contains("MD5 matches the ETag"),
+                shard.out());
+        ShardStore.validate(out);
+        // the same shards, byte for byte, as from the local file
+        try (ShardStore fromBucket = ShardStore.open(out); ShardStore fromFile = ShardStore.open(inputs.resolve("shards"))) {
+            assertEquals(fromFile.shardFiles().size(), fromBucket.shardFiles().size());
+            for (int f = 0; f < fromFile.shardFiles().size(); f++) {
+                assertEquals(-1, Files.mismatch(fromFile.shardFiles().get(f), fromBucket.shardFiles().get(f)),
+                        fromBucket.shardFiles().get(f).toString());
+            }
+        }
+    }
+
+    @Test
+    void aWrongBucketIsOneLineNamingIt() throws Exception {
+        for (String[] args : List.of(new String[]{"inspect", "s3://no-such-lab/atlas.h5ad"},
+                new String[]{"estimate", "s3://no-such-lab/particles.star"},
+                new String[]{"inspect", "s3://no-such-lab/shards/"})) {
+            CliRun failed = run(args);
+            assertTrue(failed.status() != 0, String.join(" ", args));
+            List<String> lines = failed.err().lines().filter(line -> !line.isBlank()).toList();
+            assertEquals(1, lines.size(), failed.err());
+            assertTrue(lines.getFirst().contains("no such bucket \"no-such-lab\""), failed.err());
+        }
+    }
+}
