@@ -108,9 +108,7 @@ PY
 ANSWERS=$("$PY_PATH" -c "$PROBE" 2>&1) || die "$PY_PATH failed to run: $(echo "$ANSWERS" | tail -n 1)"
 answer() { echo "$ANSWERS" | sed -n "s/^$1=//p" | head -n 1; }
 if [ -n "$(answer error)" ]; then
-    die "no torch in $PY_PATH ($(answer error)); install a CUDA build, e.g.
-  $PY_PATH -m pip install torch --index-url https://download.pytorch.org/whl/cu128
-or give the Python of an environment that has one with --python"
+    die "no torch in $PY_PATH ($(answer error)); install a CUDA build, e.g. '$PY_PATH -m pip install torch --index-url https://download.pytorch.org/whl/cu128', or give the Python of an environment that has one with --python"
 fi
 TORCH_FULL=$(answer version)
 [ -n "$TORCH_FULL" ] || die "$PY_PATH did not report a torch version; it printed: $(echo "$ANSWERS" | tail -n 3)"
@@ -126,9 +124,7 @@ if [ "$TORCH_CUDA" = None ] || [ -z "$TORCH_CUDA" ]; then
         PT_FLAVOR=cpu
         say "torch $TORCH_FULL in $PY_PATH has no CUDA: building a CPU-only JNI (--cpu)"
     else
-        die "no CUDA torch in $PY_PATH: torch $TORCH_FULL (CPU only); install a CUDA build, e.g.
-  $PY_PATH -m pip install torch --index-url https://download.pytorch.org/whl/cu128
-or give the Python of an environment that has one with --python (--cpu builds against this one anyway)"
+        die "no CUDA torch in $PY_PATH: torch $TORCH_FULL (CPU only); install a CUDA build, e.g. '$PY_PATH -m pip install torch --index-url https://download.pytorch.org/whl/cu128', or give the Python of an environment that has one with --python (--cpu builds against this one anyway)"
     fi
 else
     PT_FLAVOR=cu${TORCH_CUDA//./}   # DJL loads libtorch_cuda only when the flavor contains "cu"
@@ -203,8 +199,7 @@ else
             act curl -fsSL -o "$DJL_SRC.partial" "$DJL_URL"
             act mv "$DJL_SRC.partial" "$DJL_SRC"
         else
-            die "DJL's JNI sources are needed: give them with --djl-src TARBALL (DJL's repository at tag v$DJL_VERSION,
-  $DJL_URL), or set MEMFIT_DJL_ONLINE=1 to let gpu-setup download that tarball"
+            die "DJL's JNI sources are needed: give them with --djl-src TARBALL (DJL's repository at tag v$DJL_VERSION, $DJL_URL), or set MEMFIT_DJL_ONLINE=1 to let gpu-setup download that tarball"
         fi
     elif [ "$DRY_RUN" = 0 ] && [ ! -f "$DJL_SRC" ]; then
         die "no such tarball: $DJL_SRC"
@@ -270,10 +265,8 @@ else
             -DJAVA_AWT_INCLUDE_PATH=NotNeeded -DJAVA_JVM_LIBRARY=NotNeeded "$NATIVE"
         show "$MAKE" -j"${MEMFIT_BUILD_JOBS:-$(nproc)}"
     elif ! build > "$log" 2>&1; then
-        first_error=$(grep -m 1 -E 'error|Error' "$log" || tail -n 1 "$log")
-        die "DJL $DJL_VERSION's JNI did not compile against torch $TORCH_FULL. First error:
-  $first_error
-Full log: $log"
+        first_error=$(grep -m 1 -E 'error|Error' "$log" || tail -n 1 "$log" || true)
+        die "DJL $DJL_VERSION's JNI did not compile against torch $TORCH_FULL: ${first_error:-no error line} (full log: $log)"
     fi
     if [ "$PT_FLAVOR" != cpu ]; then
         # as DJL's build.sh does: no direct link to cudart/nvrtc (torch loads its own), relinked keeping the $ORIGIN rpath

@@ -97,8 +97,9 @@ class GpuSetupTest(unittest.TestCase):
             self.skipTest("/usr/bin/python3 has no CPU-only torch here")
         result = self.run_setup("--python", "/usr/bin/python3")
         self.assertEqual(1, result.returncode)
-        self.assertIn(f"no CUDA torch in /usr/bin/python3: torch {version} (CPU only); install a CUDA build, e.g.",
-                      result.stderr)
+        self.assertIn(f"no CUDA torch in /usr/bin/python3: torch {version} (CPU only); install a CUDA build, e.g. "
+                      "'/usr/bin/python3 -m pip install torch --index-url https://download.pytorch.org/whl/cu", result.stderr)
+        self.assertEqual(1, len(result.stderr.strip().splitlines()), "one line: " + result.stderr)
         self.assertIn("pip install torch --index-url https://download.pytorch.org/whl/cu", result.stderr)
         self.assertFalse(self.gpu_dir.exists(), "nothing is written when there is nothing to build against")
 
@@ -253,9 +254,9 @@ class GpuSetupTest(unittest.TestCase):
         result = self.run_setup("--python", str(self.fake_python(version="2.11.0+cu130")), "--djl-src", str(tarball),
                                 path=self.path_without("cmake", "make", fakes=fakes))
         self.assertEqual(1, result.returncode)
-        self.assertIn("DJL 0.35.1's JNI did not compile against torch 2.11.0+cu130. First error:\n"
-                      "  ai_djl_pytorch_jni_PyTorchLibrary_tensor.cc:12: error: no member named foo in at\n"
-                      f"Full log: {self.gpu_dir}/build.log", result.stderr)
+        self.assertIn("DJL 0.35.1's JNI did not compile against torch 2.11.0+cu130: "
+                      "ai_djl_pytorch_jni_PyTorchLibrary_tensor.cc:12: error: no member named foo in at "
+                      f"(full log: {self.gpu_dir}/build.log)", result.stderr)
         self.assertFalse((self.gpu_dir / "env.sh").exists())
 
     # ---- the recorded settings --------------------------------------------------------------------------------
