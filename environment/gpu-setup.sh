@@ -4,6 +4,10 @@
 # DJL's JNI library (libdjl_torch.so) against that torch, installs it where DJL looks for it, and records the settings
 # in build/gpu/env.sh, which ./memfit commands and the notebook kernel read (environment/lib.sh).
 #
+# Checked so far: the recipe's manual build on an H100 (torch 2.11.0+cu130, USE_CUDA) trained the topic model on
+# gpu(0); this script, with --cpu against Debian's torch 1.13.0a0, compiled the JNI (V1_13_X code paths) and DJL
+# 0.35.1 then ran notebook 00 on torch 1.13 with the same losses as on its bundled 2.7.1. Not yet run on a GPU.
+#
 # usage: gpu-setup.sh [--python P] [--djl-src TARBALL] [--jni PREBUILT.so] [--cuda-arch LIST] [--cpu] [--dry-run]
 # Run through ./memfit gpu-setup (it sets MEMFIT_ROOT and finds the JDK). Exit status 0 when the GPU is set up.
 set -euo pipefail
@@ -248,7 +252,7 @@ else
         # pip's CUDA wheels carry the math libraries' headers (cublas_v2.h, cusolverDn.h) that torch's CUDA headers include
         for dir in "$SITE"/nvidia/*/include; do [ -d "$dir" ] && INCLUDES+=" -I$dir"; done
     fi
-    say "building the JNI (cmake + make; about 35 s on 16 cores, several minutes on 2)"
+    say "building the JNI (cmake + make: about 35 s on 16 cores, 15 min on one busy core; log in $GPU_DIR/build.log)"
     log=$GPU_DIR/build.log
     build() {
         (cd "$BUILD" && "$CMAKE" -DCMAKE_PREFIX_PATH="$TORCH_CMAKE" -DCMAKE_BUILD_TYPE=Release "${PT_DEFINE[@]}" "${CUDA_ARGS[@]}" \
