@@ -119,6 +119,9 @@ memfit_kernelspec() {
 exec >>"$dir/kernel.log" 2>&1
 # PyTorch's OpenMP threads spin after every op by default, starving the loader's reader threads on a small machine.
 export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
+# The GPU settings of ./memfit gpu-setup, read at each start so that a later gpu-setup needs no new kernelspec.
+GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
+if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
 exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) \\
   -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
   dev.memfit.kernel.KernelMain "\$@"
@@ -141,6 +144,17 @@ JSON
     export JUPYTER_PATH="$MEMFIT_ROOT/build/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
 }
 
+# The GPU settings ./memfit gpu-setup recorded (PYTORCH_LIBRARY_PATH, PYTORCH_VERSION, PYTORCH_FLAVOR, DJL's engine
+# cache, the CUDA library folder), when there are any; MEMFIT_GPU=0 ignores them (DJL's CPU natives from the jars).
+memfit_gpu_env() {
+    local env="${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
+    if [ -f "$env" ] && [ "${MEMFIT_GPU:-1}" != 0 ]; then
+        # shellcheck disable=SC1090
+        . "$env"
+    fi
+    return 0
+}
+
 # Everything a command needs before it runs.
 memfit_setup() {
     export DJL_OFFLINE=true OPT_OUT_TRACKING=true
@@ -148,6 +162,7 @@ memfit_setup() {
     # of two cores busy elsewhere, a notebook-03-like epoch took 4.0-4.7 s spinning and 2.0-2.3 s passive.
     export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
     memfit_find_jdk
+    memfit_gpu_env
     memfit_system_packages
     memfit_build
     memfit_kernelspec

@@ -7,6 +7,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
+import ai.djl.nn.Parameter;
 import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.ParameterStore;
@@ -87,6 +88,8 @@ public final class CellClassifier implements Trainer {
             network = new SequentialBlock()
                     .add(Linear.builder().setUnits(hidden).build()).add(Activation::relu)
                     .add(Linear.builder().setUnits(classes).build());
+            // DJL's default weight initializer, drawn on the CPU: the same start on a GPU as on the CPU
+            network.setInitializer(new HostDrawn(Parameter.Type.WEIGHT.getInitializer()), Parameter.Type.WEIGHT);
             network.initialize(manager, DataType.FLOAT32, new Shape(1, genes));
             store = new ParameterStore(manager, false);
             BlockTraining.requireGradients(network);

@@ -142,7 +142,7 @@ public final class ImageVae implements Trainer {
         NDArray encoded = encoder.forward(store, new NDList(x), true).singletonOrThrow();
         NDArray mean = encoded.get(new NDIndex(":, :" + latent));
         NDArray logVariance = boundedLogVariance(encoded.get(new NDIndex(":, " + latent + ":")));
-        NDArray noise = step.randomNormal(mean.getShape()).toDevice(mean.getDevice(), false);
+        NDArray noise = HostDrawn.normal(step, mean.getShape()).toDevice(mean.getDevice(), false);
         NDArray z = mean.add(noise.mul(logVariance.mul(0.5f).exp()));
         NDArray reconstruction = decoder.forward(store, new NDList(z), true).singletonOrThrow();
         NDArray squaredError = reconstruction.sub(x).square().sum(new int[]{1}).mul(0.5f);
@@ -177,7 +177,7 @@ public final class ImageVae implements Trainer {
                 .add(Linear.builder().setUnits(hidden).build()).add(Activation::relu)
                 .add(Linear.builder().setUnits(hidden).build()).add(Activation::relu)
                 .add(Linear.builder().setUnits(outputs).build());
-        block.setInitializer(new XavierInitializer(), Parameter.Type.WEIGHT);
+        block.setInitializer(new HostDrawn(new XavierInitializer()), Parameter.Type.WEIGHT);
         return block;
     }
 
