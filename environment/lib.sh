@@ -72,13 +72,20 @@ memfit_browser_packages() {
 # Builds the modules under lib/ and the kernel when a source is newer than the jars (or they are missing).
 memfit_build() {
     local jar="$MEMFIT_ROOT/lib/cli/target/memfit-cli.jar" kernel="$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar"
-    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -z "$(find "$MEMFIT_ROOT"/lib/*/src/main "$MEMFIT_ROOT/environment/kernel/src" \
-            "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT"/lib/*/pom.xml "$MEMFIT_ROOT/environment/kernel/pom.xml" \
-            -newer "$jar" -type f 2>/dev/null | head -n 1)" ]; then
+    # Compared with a stamp of the last build, not with a jar: Maven leaves a module's jar as it was when only a
+    # module below it changed, so a jar's date would ask for a build on every command.
+    local stamp="$MEMFIT_ROOT/build/.memfit-built"
+    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -f "$stamp" ] && [ -z "$(find "$MEMFIT_ROOT"/lib/*/src/main \
+            "$MEMFIT_ROOT/environment/kernel/src" "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT"/lib/*/pom.xml \
+            "$MEMFIT_ROOT/environment/kernel/pom.xml" -newer "$stamp" -type f 2>/dev/null | head -n 1)" ]; then
         return 0
     fi
     echo "memfit: building (Maven wrapper; the first build downloads dependencies from Maven Central) ..."
+    mkdir -p "$MEMFIT_ROOT/build"
+    # stamped with the time the build started: a source saved during the build makes the next command build again
+    touch "$stamp.next"
     (cd "$MEMFIT_ROOT" && ./mvnw -q -B -DskipTests package) || memfit_die "build failed: run ./mvnw -B package to see why"
+    mv -f "$stamp.next" "$stamp"
 }
 
 # The CLI's and the kernel's class path: the library, the benchmarks and scenarios, and their dependencies
