@@ -55,7 +55,7 @@ public final class SparkMain {
 
     /** {@code memfit shard --engine spark INPUT... --output-dir D}. */
     @Command(name = "shard", mixinStandardHelpOptions = true,
-            description = "Convert .h5ad files into shards on Apache Spark, one task per shard: the folder memfit shard writes, byte for byte.")
+            description = "Convert .h5ad files into shards on Apache Spark (each task writes consecutive shards of one file, two tasks per core by default): the folder memfit shard writes, byte for byte.")
     static final class Shard implements Callable<Integer> {
 
         @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order")
@@ -73,21 +73,24 @@ public final class SparkMain {
         @Option(names = "--layout", description = "dense or sparse; default: sparse for a sparse X")
         private String layout;
 
-        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        @Option(names = "--master", description = "Spark master (default: spark-submit's --master, else local[*]; a local one binds to 127.0.0.1)")
         private String master;
+
+        @Option(names = "--tasks", description = "Spark tasks, each writing consecutive shards of one file (default: two per core)")
+        private Integer tasks;
 
         @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable), such as spark.ui.enabled=true")
         private Map<String, String> conf = new LinkedHashMap<>();
 
         @Override
         public Integer call() {
-            Map<String, String> settings = new LinkedHashMap<>();
-            settings.put("spark.ui.enabled", "false");   // a batch job; --conf spark.ui.enabled=true to watch it
-            settings.putAll(conf);
             SparkShards.Builder builder = SparkShards.builder().setInputs(inputs).optShardSize(shardSize).optMaster(master)
                     .optVocabulary(vocabulary == null ? null : GeneVocabulary.read(vocabulary))
                     .optLayout(layout == null ? null : ShardLayout.of(layout));
-            settings.forEach(builder::addConfig);
+            if (tasks != null) {
+                builder.optTasks(tasks);
+            }
+            settings(conf).forEach(builder::addConfig);
             SparkShards.Result result = builder.write(output);
             try (ShardStore store = ShardStore.open(output)) {
                 System.out.printf("%d %s shards of %,d cells x %,d genes in %s, %.1f MB (Spark job %.1f s, %d tasks)%n",
@@ -96,6 +99,19 @@ public final class SparkMain {
             }
             return 0;
         }
+    }
+
+    /**
+     * The Spark settings of a command: the UI off (a batch job; {@code --conf spark.ui.enabled=true} to watch it) unless
+     * spark-submit set it, then the command's {@code --conf}.
+     */
+    private static Map<String, String> settings(Map<String, String> conf) {
+        Map<String, String> settings = new LinkedHashMap<>();
+        if (System.getProperty("spark.ui.enabled") == null) {
+            settings.put("spark.ui.enabled", "false");
+        }
+        settings.putAll(conf);
+        return settings;
     }
 
     /** {@code memfit preprocess --engine spark --input RAW --output OUT}. */
@@ -115,7 +131,7 @@ public final class SparkMain {
         @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
         private double targetSum;
 
-        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        @Option(names = "--master", description = "Spark master (default: spark-submit's --master, else local[*]; a local one binds to 127.0.0.1)")
         private String master;
 
         @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable)")
@@ -125,8 +141,7 @@ public final class SparkMain {
         public Integer call() {
             SparkPreprocess.Builder builder = SparkPreprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
                     .optTargetSum(targetSum).optMaster(master);
-            builder.addConfig("spark.ui.enabled", "false");
-            conf.forEach(builder::addConfig);
+            settings(conf).forEach(builder::addConfig);
             dev.memfit.prep.Preprocess.Result result = builder.run(output);
             System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p (Spark)%n",
                     result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
@@ -230,6 +245,9 @@ public final class SparkMain {
         @Option(names = "--shard-size", defaultValue = "10000", description = "cells per shard (default ${DEFAULT-VALUE})")
         private long shardSize;
 
+        @Option(names = "--tasks-per-core", defaultValue = "2", description = "Spark tasks per core of local[n] (default ${DEFAULT-VALUE})")
+        private int tasksPerCore;
+
         @Option(names = "--cores", defaultValue = "1,2", split = ",", description = "Spark local[n] for each n (default ${DEFAULT-VALUE})")
         private List<Integer> cores;
 
@@ -262,7 +280,7 @@ public final class SparkMain {
             try {
                 Path sparkWarm = work.resolve("shards-spark-warmup");
                 dev.memfit.io.storage.Folders.deleteTree(sparkWarm);
-                SparkShards.builder().setInputs(files).optShardSize(shardSize).optSession(first)
+                SparkShards.builder().setInputs(files).optShardSize(shardSize).optTasks(tasksPerCore * cores.getFirst()).optSession(first)
                         .optProgress(ProgressListener.silent()).write(sparkWarm);
             } finally {
                 first.stop();
@@ -275,9 +293,9 @@ public final class SparkMain {
                 double startup = (System.nanoTime() - begin) / 1e9;
                 try {
                     SparkShards.Result result = SparkShards.builder().setInputs(files).optShardSize(shardSize)
-                            .optSession(spark).optProgress(ProgressListener.silent()).write(folder);
-                    rows.add(row("Spark local[" + n + "]", String.format("%.2f", startup), result.jobSeconds(), total,
-                            singleSeconds, result.jobSeconds() + startup));
+                            .optTasks(tasksPerCore * n).optSession(spark).optProgress(ProgressListener.silent()).write(folder);
+                    rows.add(row("Spark local[" + n + "], " + result.tasks() + " tasks", String.format("%.2f", startup),
+                            result.jobSeconds(), total, singleSeconds, result.jobSeconds() + startup));
                 } finally {
                     spark.stop();
                 }
@@ -288,7 +306,7 @@ public final class SparkMain {
             System.out.printf("%n.h5ad -> shards, %,d cells in %d file(s), %,d cells per shard, on %d cores (noisy on a busy machine)%n",
                     total, files.size(), shardSize, Runtime.getRuntime().availableProcessors());
             System.out.printf("Spark's first session start in this JVM (class loading): %.2f s; the sessions below start warm%n", coldStart);
-            String format = "%-16s %12s %10s %12s %14s %16s%n";
+            String format = "%-24s %12s %10s %12s %14s %16s%n";
             System.out.printf(format, "engine", "startup s", "job s", "cells/s", "vs single", "incl. startup");
             for (String[] row : rows) {
                 System.out.printf(format, (Object[]) row);
