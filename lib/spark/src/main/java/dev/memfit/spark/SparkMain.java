@@ -42,6 +42,16 @@ public final class SparkMain {
      * @param args {@code shard ...} or {@code bench ...}
      */
     public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /**
+     * Runs a command and returns its exit status; a memfit failure prints its message, not a stack trace.
+     *
+     * @param args {@code shard ...}, {@code preprocess ...} or a benchmark
+     * @return 0 on success
+     */
+    static int run(String... args) {
         CommandLine line = new CommandLine(SparkMain.class);
         line.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof MemfitException || e instanceof UncheckedIOException) {
@@ -50,7 +60,7 @@ public final class SparkMain {
             }
             throw e;
         });
-        System.exit(line.execute(args));
+        return line.execute(args);
     }
 
     /** {@code memfit shard --engine spark INPUT... --output-dir D}. */
