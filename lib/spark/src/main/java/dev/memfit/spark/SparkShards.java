@@ -37,9 +37,10 @@ import java.util.stream.Stream;
  * <p>The driver plans the conversion ({@link ShardPlan}: every input opened and checked, nothing written when one is
  * refused); each Spark task writes a run of consecutive shards of one file (a row range, read with memfit's own
  * reader, the file opened and its {@code obs} table read once per task) into a staging folder inside the output,
- * each file under a temporary name renamed when complete, and returns its files' sizes and CRC32C; the driver then moves the shards into the folder and writes the metadata last. A failed task fails the
- * job with memfit's message (naming the file); the staging folder is then removed, and the output folder too when
- * this call created it, so no half-written set is left.
+ * each file under a temporary name renamed when complete, and returns its files' sizes and CRC32C; the driver then
+ * moves the shards into the folder and writes the metadata last. A failed task fails the job with memfit's message
+ * (naming the file); the staging folder is then removed, and the output folder too when this call created it, so no
+ * half-written set is left.
  *
  * <pre>{@code
  * SparkShards.Result result = SparkShards.builder().setInputs(List.of(Path.of("a.h5ad"), Path.of("b.h5ad")))
