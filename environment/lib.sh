@@ -148,6 +148,7 @@ LAUNCH
   }
 }
 JSON
+    memfit_kernelspec_spark
     export JUPYTER_PATH="$MEMFIT_ROOT/build/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
 }
 
@@ -160,6 +161,48 @@ memfit_gpu_env() {
         . "$env"
     fi
     return 0
+}
+
+# Writes the 'memfit-spark' kernelspec beside 'memfit', for the notebooks that run Spark in the kernel (their metadata
+# names it): Spark's JVM flags and a loopback driver, and lib/spark's class path (memfit-spark.jar, then
+# target/classpath.txt: Spark first, then memfit and its libraries) on the JVM's class path, where Spark's own class
+# loading finds it, and in JShell's. The other notebooks keep the plain kernel: no Spark jars, flags or memory.
+memfit_kernelspec_spark() {
+    local dir="$MEMFIT_ROOT/build/jupyter/kernels/memfit-spark" jar="$MEMFIT_ROOT/lib/spark/target/memfit-spark.jar"
+    local deps="$MEMFIT_ROOT/lib/spark/target/classpath.txt" classpath
+    if [ ! -f "$jar" ] || [ ! -f "$deps" ]; then
+        rm -rf "$dir"   # no stale kernel: a Spark notebook then says the kernel is missing
+        return 0
+    fi
+    classpath="$jar:$(cat "$deps")"
+    mkdir -p "$dir"
+    cat > "$dir/launch.sh" <<LAUNCH
+#!/usr/bin/env bash
+# Written by memfit's environment/lib.sh: the memfit kernel with Apache Spark (lib/spark) on its class path.
+exec >>"$dir/kernel.log" 2>&1
+export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
+export SPARK_LOCAL_IP="\${SPARK_LOCAL_IP:-127.0.0.1}"
+GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
+if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
+exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) $(memfit_spark_options) \\
+  -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$classpath:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
+  dev.memfit.kernel.KernelMain "\$@"
+LAUNCH
+    chmod +x "$dir/launch.sh"
+    cat > "$dir/kernel.json" <<JSON
+{
+  "argv": ["$dir/launch.sh", "{connection_file}"],
+  "display_name": "Java (memfit + Spark)",
+  "language": "java",
+  "interrupt_mode": "message",
+  "env": {
+    "RJK_CLASSPATH": "${classpath//:/;}",
+    "DJL_OFFLINE": "true",
+    "OPT_OUT_TRACKING": "true",
+    "MEMFIT_HOME": "$MEMFIT_ROOT"
+  }
+}
+JSON
 }
 
 # Everything a command needs before it runs.

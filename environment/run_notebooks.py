@@ -177,9 +177,16 @@ class MeasuringClient(NotebookClient):
         await super()._async_cleanup_kernel()
 
 
+def kernel_name(nb):
+    """The notebook's memfit kernel: 'memfit-spark' for a notebook whose metadata names it (Spark in the kernel),
+    else 'memfit'."""
+    name = nb.metadata.get("kernelspec", {}).get("name", "memfit")
+    return name if name in ("memfit", "memfit-spark") else "memfit"
+
+
 def run(path, out_dir, timeout):
     nb = nbformat.read(str(path), as_version=4)
-    client = MeasuringClient(nb, kernel_name="memfit", timeout=timeout, startup_timeout=120,
+    client = MeasuringClient(nb, kernel_name=kernel_name(nb), timeout=timeout, startup_timeout=120,
                              resources={"metadata": {"path": str(path.parent)}})
     started = time.monotonic()
     error = None
@@ -261,7 +268,8 @@ def main():
             print(f"[{path.stem}] FAILED after {seconds:.1f} s, {rss_text(peak_mib)} -> {html}", flush=True)
             print("    " + "\n    ".join(first_line[-15:]), flush=True)
             if not isinstance(error, (CellExecutionError, CheckFailed)):
-                log = ROOT / "build" / "jupyter" / "kernels" / "memfit" / "kernel.log"
+                kernel = kernel_name(nbformat.read(str(path), as_version=4))
+                log = ROOT / "build" / "jupyter" / "kernels" / kernel / "kernel.log"
                 if log.exists():
                     print(f"    last lines of {log}:", flush=True)
                     print("    " + "\n    ".join(log.read_text(errors="replace").splitlines()[-20:]), flush=True)

@@ -101,6 +101,24 @@ class CarriageReturnTest(unittest.TestCase):
         self.assertEqual(["bar 3/3\n", "warning\n"], [o["text"] for o in nb.cells[0]["outputs"]])
 
 
+class KernelNameTest(unittest.TestCase):
+
+    def test_a_spark_notebook_gets_the_spark_kernel_and_every_other_the_plain_one(self):
+        spark = new_notebook(metadata={"kernelspec": {"name": "memfit-spark", "display_name": "Java (memfit + Spark)"}})
+        plain = new_notebook(metadata={"kernelspec": {"name": "memfit", "display_name": "Java (memfit)"}})
+        self.assertEqual("memfit-spark", runner.kernel_name(spark))
+        self.assertEqual("memfit", runner.kernel_name(plain))
+        self.assertEqual("memfit", runner.kernel_name(new_notebook()))
+        self.assertEqual("memfit", runner.kernel_name(new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})))
+
+    def test_the_committed_notebooks_name_their_kernel(self):
+        folder = Path(__file__).resolve().parents[2] / "notebooks"
+        names = {path.stem: runner.kernel_name(nbformat.read(str(path), as_version=4))
+                 for path in sorted(folder.glob("*.ipynb"))}
+        self.assertEqual("memfit-spark", names["12-spark-atlas-conversion"])
+        self.assertEqual({"memfit"}, {name for stem, name in names.items() if stem != "12-spark-atlas-conversion"})
+
+
 class TitleTest(unittest.TestCase):
 
     def test_first_markdown_heading(self):

@@ -42,6 +42,16 @@ public final class SparkMain {
      * @param args {@code shard ...} or {@code bench ...}
      */
     public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /**
+     * Runs a command and returns its exit status; a memfit failure prints its message, not a stack trace.
+     *
+     * @param args {@code shard ...}, {@code preprocess ...} or a benchmark
+     * @return 0 on success
+     */
+    static int run(String... args) {
         CommandLine line = new CommandLine(SparkMain.class);
         line.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof MemfitException || e instanceof UncheckedIOException) {
@@ -50,12 +60,12 @@ public final class SparkMain {
             }
             throw e;
         });
-        System.exit(line.execute(args));
+        return line.execute(args);
     }
 
     /** {@code memfit shard --engine spark INPUT... --output-dir D}. */
     @Command(name = "shard", mixinStandardHelpOptions = true,
-            description = "Convert .h5ad files into shards on Apache Spark, one task per shard: the folder memfit shard writes, byte for byte.")
+            description = "Convert .h5ad files into shards on Apache Spark (each task writes consecutive shards of one file, two tasks per core by default): the folder memfit shard writes, byte for byte.")
     static final class Shard implements Callable<Integer> {
 
         @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order")
@@ -73,21 +83,24 @@ public final class SparkMain {
         @Option(names = "--layout", description = "dense or sparse; default: sparse for a sparse X")
         private String layout;
 
-        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        @Option(names = "--master", description = "Spark master (default: spark-submit's --master, else local[*]; a local one binds to 127.0.0.1)")
         private String master;
+
+        @Option(names = "--tasks", description = "Spark tasks, each writing consecutive shards of one file (default: two per core)")
+        private Integer tasks;
 
         @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable), such as spark.ui.enabled=true")
         private Map<String, String> conf = new LinkedHashMap<>();
 
         @Override
         public Integer call() {
-            Map<String, String> settings = new LinkedHashMap<>();
-            settings.put("spark.ui.enabled", "false");   // a batch job; --conf spark.ui.enabled=true to watch it
-            settings.putAll(conf);
             SparkShards.Builder builder = SparkShards.builder().setInputs(inputs).optShardSize(shardSize).optMaster(master)
                     .optVocabulary(vocabulary == null ? null : GeneVocabulary.read(vocabulary))
                     .optLayout(layout == null ? null : ShardLayout.of(layout));
-            settings.forEach(builder::addConfig);
+            if (tasks != null) {
+                builder.optTasks(tasks);
+            }
+            settings(conf).forEach(builder::addConfig);
             SparkShards.Result result = builder.write(output);
             try (ShardStore store = ShardStore.open(output)) {
                 System.out.printf("%d %s shards of %,d cells x %,d genes in %s, %.1f MB (Spark job %.1f s, %d tasks)%n",
@@ -96,6 +109,19 @@ public final class SparkMain {
             }
             return 0;
         }
+    }
+
+    /**
+     * The Spark settings of a command: the UI off (a batch job; {@code --conf spark.ui.enabled=true} to watch it) unless
+     * spark-submit set it, then the command's {@code --conf}.
+     */
+    private static Map<String, String> settings(Map<String, String> conf) {
+        Map<String, String> settings = new LinkedHashMap<>();
+        if (System.getProperty("spark.ui.enabled") == null) {
+            settings.put("spark.ui.enabled", "false");
+        }
+        settings.putAll(conf);
+        return settings;
     }
 
     /** {@code memfit preprocess --engine spark --input RAW --output OUT}. */
@@ -115,7 +141,7 @@ public final class SparkMain {
         @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
         private double targetSum;
 
-        @Option(names = "--master", defaultValue = "local[*]", description = "Spark master (default ${DEFAULT-VALUE}; a local one binds to 127.0.0.1)")
+        @Option(names = "--master", description = "Spark master (default: spark-submit's --master, else local[*]; a local one binds to 127.0.0.1)")
         private String master;
 
         @Option(names = "--conf", description = "a Spark setting KEY=VALUE (repeatable)")
@@ -125,8 +151,7 @@ public final class SparkMain {
         public Integer call() {
             SparkPreprocess.Builder builder = SparkPreprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
                     .optTargetSum(targetSum).optMaster(master);
-            builder.addConfig("spark.ui.enabled", "false");
-            conf.forEach(builder::addConfig);
+            settings(conf).forEach(builder::addConfig);
             dev.memfit.prep.Preprocess.Result result = builder.run(output);
             System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p (Spark)%n",
                     result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
@@ -215,7 +240,7 @@ public final class SparkMain {
 
     /** {@code memfit bench spark-shards}: single process vs Spark local[1..n], with the session start apart. */
     @Command(name = "bench", mixinStandardHelpOptions = true,
-            description = "Time .h5ad -> shards: single process vs Spark local[1], local[2], ... (Spark's session start reported apart). Figures are this machine's, noisy on a busy one.")
+            description = "Time .h5ad -> shards: single process vs Spark local[1], local[2], ... (Spark's session start reported apart), the fastest of --repeat runs each. Figures are this machine's, noisy on a busy one.")
     static final class Bench implements Callable<Integer> {
 
         @Option(names = "--input", description = "the .h5ad files (default: one written by anndata's write_h5ad with its defaults, --cells cells)", split = ",")
@@ -229,6 +254,12 @@ public final class SparkMain {
 
         @Option(names = "--shard-size", defaultValue = "10000", description = "cells per shard (default ${DEFAULT-VALUE})")
         private long shardSize;
+
+        @Option(names = "--tasks-per-core", defaultValue = "2", description = "Spark tasks per core of local[n] (default ${DEFAULT-VALUE})")
+        private int tasksPerCore;
+
+        @Option(names = "--repeat", defaultValue = "3", description = "runs of each engine, the fastest reported: the others' load on a shared machine only ever slows a run (default ${DEFAULT-VALUE})")
+        private int repeat;
 
         @Option(names = "--cores", defaultValue = "1,2", split = ",", description = "Spark local[n] for each n (default ${DEFAULT-VALUE})")
         private List<Integer> cores;
@@ -248,11 +279,17 @@ public final class SparkMain {
                     .optProgress(ProgressListener.silent()).write(warm);
             total = warmed.cells();
             List<String[]> rows = new ArrayList<>();
+            if (repeat < 1) {
+                throw new MemfitException("--repeat needs at least 1 run, got " + repeat);
+            }
             Path single = work.resolve("shards-single");
-            dev.memfit.io.storage.Folders.deleteTree(single);
-            long start = System.nanoTime();
-            ShardWriter.builder().setInputs(files).optShardSize(shardSize).optProgress(ProgressListener.silent()).write(single);
-            double singleSeconds = (System.nanoTime() - start) / 1e9;
+            double singleSeconds = Double.MAX_VALUE;
+            for (int run = 0; run < repeat; run++) {
+                dev.memfit.io.storage.Folders.deleteTree(single);
+                long start = System.nanoTime();
+                ShardWriter.builder().setInputs(files).optShardSize(shardSize).optProgress(ProgressListener.silent()).write(single);
+                singleSeconds = Math.min(singleSeconds, (System.nanoTime() - start) / 1e9);
+            }
             rows.add(row("single process", "-", singleSeconds, total, singleSeconds, singleSeconds));
             // Spark's first session in a JVM loads its classes (seconds): timed apart, then one conversion (not
             // counted) warms Spark's code as the warm-up above warmed memfit's
@@ -262,7 +299,7 @@ public final class SparkMain {
             try {
                 Path sparkWarm = work.resolve("shards-spark-warmup");
                 dev.memfit.io.storage.Folders.deleteTree(sparkWarm);
-                SparkShards.builder().setInputs(files).optShardSize(shardSize).optSession(first)
+                SparkShards.builder().setInputs(files).optShardSize(shardSize).optTasks(tasksPerCore * cores.getFirst()).optSession(first)
                         .optProgress(ProgressListener.silent()).write(sparkWarm);
             } finally {
                 first.stop();
@@ -274,10 +311,17 @@ public final class SparkMain {
                 SparkSession spark = SparkShards.start("local[" + n + "]", Map.of("spark.ui.enabled", "false"));
                 double startup = (System.nanoTime() - begin) / 1e9;
                 try {
-                    SparkShards.Result result = SparkShards.builder().setInputs(files).optShardSize(shardSize)
-                            .optSession(spark).optProgress(ProgressListener.silent()).write(folder);
-                    rows.add(row("Spark local[" + n + "]", String.format("%.2f", startup), result.jobSeconds(), total,
-                            singleSeconds, result.jobSeconds() + startup));
+                    double jobSeconds = Double.MAX_VALUE;
+                    int tasks = 0;
+                    for (int run = 0; run < repeat; run++) {
+                        dev.memfit.io.storage.Folders.deleteTree(folder);
+                        SparkShards.Result result = SparkShards.builder().setInputs(files).optShardSize(shardSize)
+                                .optTasks(tasksPerCore * n).optSession(spark).optProgress(ProgressListener.silent()).write(folder);
+                        jobSeconds = Math.min(jobSeconds, result.jobSeconds());
+                        tasks = result.tasks();
+                    }
+                    rows.add(row("Spark local[" + n + "], " + tasks + " tasks", String.format("%.2f", startup),
+                            jobSeconds, total, singleSeconds, jobSeconds + startup));
                 } finally {
                     spark.stop();
                 }
@@ -285,10 +329,10 @@ public final class SparkMain {
                     throw new MemfitException(folder + " differs from " + single + ": the engines must write the same bytes");
                 }
             }
-            System.out.printf("%n.h5ad -> shards, %,d cells in %d file(s), %,d cells per shard, on %d cores (noisy on a busy machine)%n",
-                    total, files.size(), shardSize, Runtime.getRuntime().availableProcessors());
+            System.out.printf("%n.h5ad -> shards, %,d cells in %d file(s), %,d cells per shard, on %d cores, best of %d runs each (noisy on a busy machine)%n",
+                    total, files.size(), shardSize, Runtime.getRuntime().availableProcessors(), repeat);
             System.out.printf("Spark's first session start in this JVM (class loading): %.2f s; the sessions below start warm%n", coldStart);
-            String format = "%-16s %12s %10s %12s %14s %16s%n";
+            String format = "%-24s %12s %10s %12s %14s %16s%n";
             System.out.printf(format, "engine", "startup s", "job s", "cells/s", "vs single", "incl. startup");
             for (String[] row : rows) {
                 System.out.printf(format, (Object[]) row);

@@ -19,9 +19,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.stream.LongStream;
 
@@ -63,9 +61,7 @@ public final class SparkPreprocess {
         private int highlyVariable = 4_000;
         private double targetSum = 1e4;
         private long blockRows;
-        private String master = "local[*]";
-        private SparkSession session;
-        private final Map<String, String> config = new LinkedHashMap<>();
+        private final SparkSessions spark = new SparkSessions();
         private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
@@ -117,24 +113,24 @@ public final class SparkPreprocess {
         }
 
         /**
-         * Sets the master of a session this run starts (default {@code local[*]}).
+         * Sets the master of a session this run starts (default: spark-submit's master, else {@code local[*]}).
          *
-         * @param url such as {@code local[2]}
+         * @param url such as {@code local[2]}, or null for the default
          * @return this builder
          */
         public Builder optMaster(String url) {
-            this.master = url;
+            spark.master(url);
             return this;
         }
 
         /**
          * Sets the session to run on (default: the active one, else a new one stopped at the end).
          *
-         * @param spark the session
+         * @param session the session
          * @return this builder
          */
-        public Builder optSession(SparkSession spark) {
-            this.session = spark;
+        public Builder optSession(SparkSession session) {
+            spark.session(session);
             return this;
         }
 
@@ -146,7 +142,7 @@ public final class SparkPreprocess {
          * @return this builder
          */
         public Builder addConfig(String key, String value) {
-            config.put(key, value);
+            spark.config(key, value);
             return this;
         }
 
@@ -187,9 +183,9 @@ public final class SparkPreprocess {
             if (blockRows < 0) {
                 throw new MemfitException("optBlockRows(rows) needs rows >= 1, got " + blockRows);
             }
-            if (master == null || master.isBlank() || progress == null) {
-                throw new MemfitException("optMaster needs a Spark master such as local[2], optProgress a listener "
-                        + "(ProgressListener.silent() for none)");
+            spark.check();
+            if (progress == null) {
+                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
             return SparkPreprocess.run(this, output);
         }
@@ -206,17 +202,8 @@ public final class SparkPreprocess {
             pass.checkCells();
             long blockRows = pass.blockRows();
             long blocks = pass.blocks();
-            SparkSession spark = settings.session;
-            boolean own = false;
-            if (spark == null) {
-                spark = SparkSession.getActiveSession().getOrElse(() -> null);
-            }
-            if (spark == null) {
-                spark = SparkShards.start(settings.master, settings.config);
-                own = true;
-            }
-            try {
-                JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
+            try (SparkSessions.Use use = settings.spark.use("memfit preprocess")) {
+                JavaSparkContext context = JavaSparkContext.fromSparkContext(use.spark().sparkContext());
                 // ranges of 2^k blocks: their sums add up to the single-process tree (see GeneSums)
                 long wanted = Math.max(1, 4L * context.defaultParallelism());
                 long group = Long.highestOneBit(Math.max(1, (blocks + wanted - 1) / wanted));
@@ -300,10 +287,6 @@ public final class SparkPreprocess {
                     writer.commit();
                 }
                 return new Preprocess.Result(output, h5ad.observations(), keep.length, statistics);
-            } finally {
-                if (own) {
-                    spark.stop();
-                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot preprocess into " + output, e);

@@ -6,6 +6,7 @@ import dev.memfit.PythonPeer;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.shard.ShardLayout;
+import dev.memfit.shard.ShardPlan;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.shard.ShardWriter;
 import org.apache.spark.sql.SparkSession;
@@ -120,7 +121,34 @@ class SparkShardsTest {
             }
             assertCellsAre(distributed, List.of(dir.resolve("rows-0.npy"), dir.resolve("rows-1.npy"),
                     dir.resolve("rows-2.npy")));
+            // two tasks per core of local[2]: shares by cells (70, 45, 23 of 138) -> 2, 1, 1
+            assertEquals(4, result.tasks());
+            // one task for all (one per file at least), and one per shard: the same bytes
+            for (int tasks : new int[]{1, 50}) {
+                Path other = dir.resolve("spark3-" + tasks + "-" + name);
+                SparkShards.Result grouped = SparkShards.builder().setInputs(inputs).optShardSize(20).optTasks(tasks)
+                        .optSession(spark).optProgress(ProgressListener.silent()).write(other);
+                assertEquals(tasks == 1 ? 3 : 9, grouped.tasks());
+                assertSameFiles(single, other);
+            }
         }
+    }
+
+    @Test
+    void shardsAreGroupedIntoRunsOfOneFileSharedByCells() {
+        ShardPlan plan = ShardPlan.builder().setInputs(plain).optShardSize(20).plan();   // 4 + 3 + 2 shards
+        assertEquals(List.of(new SparkShards.ShardRange(0, 0, 2, 40), new SparkShards.ShardRange(0, 2, 2, 30),
+                new SparkShards.ShardRange(1, 4, 3, 45), new SparkShards.ShardRange(2, 7, 2, 23)), SparkShards.ranges(plan, 4));
+        // 7 tasks: 3.55 -> 4 (one per shard), 2.28 -> 2, 1.17 -> 1
+        assertEquals(List.of(new SparkShards.ShardRange(0, 0, 1, 20), new SparkShards.ShardRange(0, 1, 1, 20),
+                new SparkShards.ShardRange(0, 2, 1, 20), new SparkShards.ShardRange(0, 3, 1, 10),
+                new SparkShards.ShardRange(1, 4, 2, 40), new SparkShards.ShardRange(1, 6, 1, 5),
+                new SparkShards.ShardRange(2, 7, 2, 23)), SparkShards.ranges(plan, 7));
+        assertEquals(3, SparkShards.ranges(plan, 1).size());
+        assertEquals(9, SparkShards.ranges(plan, 100).size());
+        assertThrows(MemfitException.class, () -> SparkShards.builder().setInputs(plain).optTasks(0)
+                .optSession(spark).write(dir.resolve("never")));
+        assertFalse(Files.exists(dir.resolve("never")));
     }
 
     @Test
