@@ -121,7 +121,7 @@ public final class CloudBenchmark {
         long rowBytes = (long) s.columns() * Float.BYTES;
         long rows = Math.max(s.batchSize(), s.bytes() / rowBytes);
         Path file = s.directory().resolve("cloud-" + rows + "x" + s.columns() + ".npy");
-        writeWithNumpy(file, rows, s.columns(), s.seed());
+        NumpyFiles.randomFloat32(file, rows, s.columns(), s.seed());
         long dataBytes = Files.size(file);
         LoaderBenchmark.warmPageCache(file);
 
@@ -212,32 +212,6 @@ public final class CloudBenchmark {
             System.out.print("");
         }
         return seconds;
-    }
-
-    /** Writes random float32 rows with {@code np.save} and its defaults, unless the file is there already. */
-    static void writeWithNumpy(Path file, long rows, int columns, long seed) {
-        long expected = rows * columns * Float.BYTES;
-        try {
-            if (Files.exists(file) && Files.size(file) > expected && Files.size(file) <= expected + 4096) {
-                return;
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        String script = "import sys, numpy as np\n"
-                + "rows, columns, seed = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])\n"
-                + "rng = np.random.default_rng(seed)\n"
-                + "np.save(sys.argv[1] + '.tmp.npy', rng.standard_normal((rows, columns), dtype=np.float32))\n";
-        if (Baselines.run(List.of("/usr/bin/python3", "-c", script, file.toString(), Long.toString(rows),
-                Integer.toString(columns), Long.toString(seed)), 3600).isEmpty()) {
-            throw new MemfitException("cannot write " + file + " with numpy: the benchmark needs /usr/bin/python3 with "
-                    + "numpy (apt-get install python3-numpy)");
-        }
-        try {
-            dev.memfit.io.storage.AtomicMove.replace(Path.of(file + ".tmp.npy"), file);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot move the numpy file into place: " + file, e);
-        }
     }
 
     /** Uploads the file unless the bucket holds an object of its size (from an earlier run on the same folder). */

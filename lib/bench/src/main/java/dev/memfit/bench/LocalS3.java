@@ -67,7 +67,7 @@ public final class LocalS3 implements AutoCloseable {
         Properties properties = new Properties();
         if (folder != null) {
             Files.createDirectories(folder);
-            properties.setProperty("jclouds.filesystem.basedir", folder.toAbsolutePath().toString());
+            properties.setProperty("jclouds.filesystem.basedir", folder.toAbsolutePath().normalize().toString());
         }
         properties.setProperty("jclouds.identity", ACCESS_KEY);
         properties.setProperty("jclouds.credential", SECRET_KEY);
