@@ -41,6 +41,9 @@ import java.util.Properties;
  * so their ETags are what S3 gives: the MD5 of the bytes for one PUT, {@code MD5-of-MD5s-N} for N parts. Readers get a
  * store pointed at it with {@link #store()}; put a {@link WanLink} in between to simulate a wide-area network.
  *
+ * <p>Close it (try-with-resources): S3Proxy's Jetty threads are not daemon threads, so a program that leaves a server
+ * running does not exit at the end of {@code main}.
+ *
  * <pre>{@code
  * try (LocalS3 s3 = LocalS3.inFolder(Path.of("build/s3"))) {
  *     s3.createBucket("atlas");
