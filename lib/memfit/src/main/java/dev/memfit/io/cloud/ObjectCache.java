@@ -55,7 +55,8 @@ import java.util.zip.CRC32C;
  * mixed. {@link #refresh()} lets the next read see new versions (call it between epochs).
  *
  * <p><b>Verified.</b> A block file holds the block's bytes followed by a CRC32C of each {@value #PIECE}-byte piece
- * (and a CRC of that table). Every read from the cache reads the pieces it touches and checks them; a piece that does
+ * (and a CRC of that table). Blocks are read through read-only memory mappings, and every read from the cache checks
+ * the CRC of each piece it touches (a read of a few bytes checks one 32 KiB piece); a piece that does
  * not match its CRC makes the block count as corrupt: it is deleted and fetched again. Whole objects are staged with
  * {@link #stage}, which checks them against the ETag where the ETag is the object's MD5 (single-part uploads).
  *
@@ -63,8 +64,8 @@ import java.util.zip.CRC32C;
  * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
  * {@code FOLDER/.lock}, so several processes (and several caches in one process) can share a folder. The cache holds
  * at most {@link Builder#optLimitBytes} bytes of finished blocks and staged objects: before a block is added, the least
- * recently used files are removed until it fits. Each read marks the blocks it used as recently used (their
- * modification time, which every process sees).
+ * recently used files are removed until it fits. Reads mark the blocks they use as recently used (their
+ * modification time, which every process sees), a block at most once between two insertions of this cache.
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
