@@ -100,6 +100,11 @@ public final class LazySource implements SampleSource {
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
         List<Run> runs = plan(indices);
+        // the whole batch is known now: a storage with slow requests (an object cache) can fetch it in parallel
+        for (Run run : runs) {
+            storage.willRead(stack.files().get(run.file()), run.offset(),
+                    run.positions().length * shape.size() * stack.dtype(run.file()).byteSize());
+        }
         // A confined segment can only be written by its owner thread: read on the caller's thread then.
         int groups = pool == null || !into.isAccessibleBy(ANY_OTHER_THREAD) ? 1 : Math.min(threads, runs.size());
         if (groups <= 1) {

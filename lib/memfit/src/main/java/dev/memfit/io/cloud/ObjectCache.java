@@ -12,7 +12,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
@@ -29,7 +28,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -57,7 +55,8 @@ import java.util.zip.CRC32C;
  * mixed. {@link #refresh()} lets the next read see new versions (call it between epochs).
  *
  * <p><b>Verified.</b> A block file holds the block's bytes followed by a CRC32C of each {@value #PIECE}-byte piece
- * (and a CRC of that table). Every read from the cache reads the pieces it touches and checks them; a piece that does
+ * (and a CRC of that table). Blocks are read through read-only memory mappings, and every read from the cache checks
+ * the CRC of each piece it touches (a read of a few bytes checks one 32 KiB piece); a piece that does
  * not match its CRC makes the block count as corrupt: it is deleted and fetched again. Whole objects are staged with
  * {@link #stage}, which checks them against the ETag where the ETag is the object's MD5 (single-part uploads).
  *
@@ -65,8 +64,8 @@ import java.util.zip.CRC32C;
  * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
  * {@code FOLDER/.lock}, so several processes (and several caches in one process) can share a folder. The cache holds
  * at most {@link Builder#optLimitBytes} bytes of finished blocks and staged objects: before a block is added, the least
- * recently used files are removed until it fits. Each read marks the blocks it used as recently used (their
- * modification time, which every process sees).
+ * recently used files are removed until it fits. Reads mark the blocks they use as recently used (their
+ * modification time, which every process sees), a block at most once between two insertions of this cache.
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
@@ -91,11 +90,13 @@ public final class ObjectCache implements Storage {
     static final String BLOCK_SUFFIX = ".block";
     static final String STAGED = "object";
     static final String STAGED_NOTE = "object.verified";
-    private static final int OPEN_BLOCKS = 64;
+    /**
+     * Block files kept mapped per cache: a mapping holds no file descriptor, and a warm epoch over a few GiB of 8 MiB
+     * blocks then opens none (it was 64 open channels before mappings).
+     */
+    private static final int OPEN_BLOCKS = 512;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
-    private static final ThreadLocal<ByteBuffer> PIECE_BUFFER =
-            ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(PIECE));
     private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
 
     private final ObjectStore store;
@@ -106,7 +107,16 @@ public final class ObjectCache implements Storage {
     private final ExecutorService fetchers = Executors.newVirtualThreadPerTaskExecutor();
     private final Map<ObjectUri, ObjectInfo> opened = new ConcurrentHashMap<>();
     private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
-    private final Map<Path, BlockHandle> handles = new LinkedHashMap<>(16, 0.75f, true);
+    /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
+    private final Map<Path, BlockHandle> handles = new ConcurrentHashMap<>();
+    /** The cache folder of each pinned version: computing it hashes with SHA-256, too slow for every small read. */
+    private final Map<ObjectInfo, Path> entries = new ConcurrentHashMap<>();
+    /**
+     * Blocks this cache has inserted so far. A read marks its block as used (its modification time, which eviction
+     * sorts by) only when a block was inserted since the block was last marked: least-recently-used order only matters
+     * to the next eviction, and a system call per small read cost more than the read itself.
+     */
+    private final java.util.concurrent.atomic.AtomicLong insertions = new java.util.concurrent.atomic.AtomicLong();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final LongAdder bytesFromCache = new LongAdder();
@@ -406,30 +416,36 @@ public final class ObjectCache implements Storage {
         Path file = blockFile(entry, block);
         long expected = blockLength(info, block);
         for (int attempt = 0; attempt < 4; attempt++) {
-            if (!Files.exists(file)) {
-                long start = System.nanoTime();
-                fetch(info, entry, block, file);
-                fetched = true;
-                waitedNanos.add(System.nanoTime() - start);
-            }
-            BlockHandle handle;
-            try {
-                handle = handle(file, expected);
-            } catch (NoSuchFileException e) {
-                continue; // evicted meanwhile (by another reader or process): fetch it again
-            } catch (CorruptBlock e) {
-                discard(file, null);
-                continue;
+            // a block mapped by this cache is read from its mapping without asking the file system again; its bytes
+            // are still checked below (another process evicting the file leaves the mapped bytes intact)
+            BlockHandle handle = handles.get(file);
+            if (handle == null) {
+                if (!Files.exists(file)) {
+                    long start = System.nanoTime();
+                    fetch(info, entry, block, file);
+                    fetched = true;
+                    waitedNanos.add(System.nanoTime() - start);
+                }
+                try {
+                    handle = handle(file, expected);
+                } catch (NoSuchFileException e) {
+                    continue; // evicted meanwhile (by another reader or process): fetch it again
+                } catch (CorruptBlock e) {
+                    discard(file, null);
+                    continue;
+                }
             }
             try {
                 handle.copy(offset, into);
             } catch (CorruptBlock e) {
                 discard(file, handle);
                 continue;
-            } catch (ClosedChannelException e) {
-                continue; // another thread closed this handle (too many open blocks): open it again
             }
-            touch(file);
+            long inserted = insertions.get();
+            if (handle.markedAt != inserted) {
+                handle.markedAt = inserted;
+                touch(file);
+            }
             if (fetched) {
                 misses.increment();
             } else {
@@ -450,48 +466,49 @@ public final class ObjectCache implements Storage {
         }
     }
 
-    /** An open block file with its table of piece checksums. */
-    private record BlockHandle(FileChannel channel, long dataLength, int[] crcs) {
+    /**
+     * A mapped block file with its table of piece checksums. Every copy checks the CRC32C of each piece it touches,
+     * straight from the mapping (no copy into a buffer first).
+     */
+    private static final class BlockHandle {
+        private final MemorySegment data;
+        private final int[] crcs;
+        /** {@link #insertions} when this block was last marked as used; racy on purpose (a hint). */
+        long markedAt = -1;
+        /** {@link System#nanoTime()} of the last copy, for unmapping the least recently used; racy on purpose. */
+        long lastUsed = System.nanoTime();
+
+        BlockHandle(MemorySegment data, int[] crcs) {
+            this.data = data;
+            this.crcs = crcs;
+        }
 
         /** Copies {@code into.byteSize()} bytes from {@code offset}, checking every piece they touch. */
-        void copy(long offset, MemorySegment into) throws CorruptBlock, ClosedChannelException {
-            ByteBuffer piece = PIECE_BUFFER.get();
+        void copy(long offset, MemorySegment into) throws CorruptBlock {
             CRC32C crc = CRC.get();
             long end = offset + into.byteSize();
+            long dataLength = data.byteSize();
             for (long p = offset / PIECE; p * PIECE < end; p++) {
                 long pieceStart = p * PIECE;
-                int pieceLength = (int) Math.min(PIECE, dataLength - pieceStart);
-                piece.clear().limit(pieceLength);
-                try {
-                    while (piece.hasRemaining()) {
-                        if (channel.read(piece, pieceStart + piece.position()) < 0) {
-                            throw new CorruptBlock("the block file ends early");
-                        }
-                    }
-                } catch (ClosedChannelException e) {
-                    throw e;
-                } catch (IOException e) {
-                    throw new UncheckedIOException("cannot read a cached block", e);
-                }
-                piece.flip();
+                long pieceLength = Math.min(PIECE, dataLength - pieceStart);
+                MemorySegment piece = data.asSlice(pieceStart, pieceLength);
                 crc.reset();
-                crc.update(piece);
+                crc.update(piece.asByteBuffer());
                 if ((int) crc.getValue() != crcs[(int) p]) {
                     throw new CorruptBlock("piece " + p + " fails its CRC32C");
                 }
                 long from = Math.max(offset, pieceStart);
                 long to = Math.min(end, pieceStart + pieceLength);
-                MemorySegment.copy(MemorySegment.ofBuffer(piece.clear()), from - pieceStart, into, from - offset, to - from);
+                MemorySegment.copy(piece, from - pieceStart, into, from - offset, to - from);
             }
+            lastUsed = System.nanoTime();
         }
     }
 
     private BlockHandle handle(Path file, long dataLength) throws NoSuchFileException, CorruptBlock {
-        synchronized (handles) {
-            BlockHandle open = handles.get(file);
-            if (open != null && open.channel().isOpen()) {
-                return open;
-            }
+        BlockHandle open = handles.get(file);
+        if (open != null) {
+            return open;
         }
         FileChannel channel;
         try {
@@ -501,7 +518,7 @@ public final class ObjectCache implements Storage {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open the cached block " + file, e);
         }
-        try {
+        try (channel) {
             int pieces = pieces(dataLength);
             long trailer = 4L * pieces + 12;
             if (channel.size() != dataLength + trailer) {
@@ -521,38 +538,51 @@ public final class ObjectCache implements Storage {
             }
             int[] crcs = new int[pieces];
             table.asIntBuffer().get(crcs);
-            BlockHandle handle = new BlockHandle(channel, dataLength, crcs);
-            synchronized (handles) {
-                BlockHandle previous = handles.put(file, handle);
-                if (previous != null) {
-                    closeQuietly(previous.channel());
-                }
-                if (handles.size() > OPEN_BLOCKS) {
-                    var eldest = handles.entrySet().iterator().next();
-                    closeQuietly(eldest.getValue().channel());
-                    handles.remove(eldest.getKey());
-                }
+            // Block files are never written in place (temporary name, then rename): the mapping stays valid, also
+            // after the file is evicted, and the channel can be closed at once. An automatic arena: a mapping dropped
+            // from this cache is unmapped by the garbage collector once no reader holds it, so a reader never finds
+            // it unmapped under it (an evicted file's disk space returns then).
+            MemorySegment data = channel.map(FileChannel.MapMode.READ_ONLY, 0, dataLength, Arena.ofAuto());
+            BlockHandle handle = new BlockHandle(data, crcs);
+            BlockHandle previous = handles.putIfAbsent(file, handle);
+            if (previous != null) {
+                return previous; // another thread mapped it meanwhile
+            }
+            if (handles.size() > OPEN_BLOCKS) {
+                unmapLeastRecentlyUsed();
             }
             return handle;
-        } catch (CorruptBlock | RuntimeException e) {
-            closeQuietly(channel);
-            throw e;
         } catch (IOException e) {
-            closeQuietly(channel);
             throw new UncheckedIOException("cannot read the cached block " + file, e);
+        }
+    }
+
+    /** Drops the least recently used quarter of the mapped blocks (readers racing with it map them again). */
+    private void unmapLeastRecentlyUsed() {
+        synchronized (handles) {
+            if (handles.size() <= OPEN_BLOCKS) {
+                return;
+            }
+            List<Map.Entry<Path, BlockHandle>> all = new ArrayList<>(handles.entrySet());
+            all.sort(Comparator.comparingLong(entry -> entry.getValue().lastUsed));
+            for (Map.Entry<Path, BlockHandle> entry : all.subList(0, all.size() - OPEN_BLOCKS * 3 / 4)) {
+                handles.remove(entry.getKey(), entry.getValue());
+            }
+        }
+    }
+
+    /** Drops this cache's mapping of a block whose file is gone or bad. */
+    private void unmap(Path file, BlockHandle handle) {
+        BlockHandle open = handles.get(file);
+        if (open != null && (handle == null || open == handle)) {
+            handles.remove(file, open);
         }
     }
 
     /** Deletes a block that failed its check, so that the next attempt fetches it again. */
     private void discard(Path file, BlockHandle handle) {
         corruptBlocks.increment();
-        synchronized (handles) {
-            BlockHandle open = handles.get(file);
-            if (open != null && (handle == null || open == handle)) {
-                handles.remove(file);
-                closeQuietly(open.channel());
-            }
-        }
+        unmap(file, handle);
         try {
             Files.deleteIfExists(file);
         } catch (IOException e) {
@@ -575,6 +605,11 @@ public final class ObjectCache implements Storage {
             }
             return;
         }
+        run(mine, info, entry, block, file);
+    }
+
+    /** Downloads a block unless it is there now, completing {@code mine} (registered in {@link #inFlight}). */
+    private void run(CompletableFuture<Void> mine, ObjectInfo info, Path entry, long block, Path file) {
         try {
             if (!Files.exists(file)) {
                 download(info, entry, block, file);
@@ -663,6 +698,7 @@ public final class ObjectCache implements Storage {
             evictFor(bytes, target);
             AtomicMove.replace(temporary, target);
             Files.setLastModifiedTime(target, FileTime.from(Instant.now()));
+            insertions.incrementAndGet();
         });
     }
 
@@ -715,6 +751,7 @@ public final class ObjectCache implements Storage {
             if (Files.deleteIfExists(file.file())) {
                 evictedBlocks.increment();
             }
+            unmap(file.file(), null); // frees its disk space now; a later read of this cache fetches it again
             total -= file.bytes();
         }
     }
@@ -935,6 +972,11 @@ public final class ObjectCache implements Storage {
 
     /** The folder of one version of one object: a hash of endpoint, bucket, key, ETag and block size. */
     Path entry(ObjectInfo info) {
+        Path known = entries.get(info);
+        return known != null ? known : entries.computeIfAbsent(info, this::entryOf);
+    }
+
+    private Path entryOf(ObjectInfo info) {
         String identity = store.endpointOf(info.uri()) + "\n" + info.uri().bucket() + "\n" + info.uri().key() + "\n"
                 + info.etag() + "\n" + blockBytes;
         try {
@@ -979,14 +1021,6 @@ public final class ObjectCache implements Storage {
         return new MemfitException(String.valueOf(cause.getMessage()), cause);
     }
 
-    private static void closeQuietly(FileChannel channel) {
-        try {
-            channel.close();
-        } catch (IOException ignored) {
-            // read-only
-        }
-    }
-
     // Storage: paths are objects in their path form (ObjectUri.toPath()).
 
     /**
@@ -999,6 +1033,52 @@ public final class ObjectCache implements Storage {
     @Override
     public void read(Path file, long position, MemorySegment into) {
         read(ObjectUri.of(file), position, into);
+    }
+
+    /**
+     * Starts fetching the missing blocks of a range in the background (within the limit on parallel requests), so
+     * that the blocks of a whole batch download in parallel while its records are read one by one. Failures are left
+     * to the read that needs the block.
+     *
+     * @param file the object as a path
+     * @param position the first byte
+     * @param length the bytes
+     */
+    @Override
+    public void willRead(Path file, long position, long length) {
+        if (length <= 0) {
+            return;
+        }
+        ObjectInfo info;
+        try {
+            info = open(ObjectUri.of(file));
+        } catch (RuntimeException e) {
+            return; // the read reports it
+        }
+        Path entry = entry(info);
+        long last = Math.min(position + length, info.size()) - 1;
+        // no more in flight than half the cache holds: blocks fetched ahead must not evict each other
+        long room = Math.max(1, limitBytes / blockBytes / 2);
+        for (long block = Math.max(0, position / blockBytes); block <= last / blockBytes; block++) {
+            Path blockFile = blockFile(entry, block);
+            if (handles.containsKey(blockFile) || inFlight.containsKey(blockFile) || inFlight.size() >= room
+                    || Files.exists(blockFile)) {
+                continue;
+            }
+            long b = block;
+            // registered before the task starts, so that the batch's other records in this block find it in flight
+            CompletableFuture<Void> mine = new CompletableFuture<>();
+            if (inFlight.putIfAbsent(blockFile, mine) != null) {
+                continue;
+            }
+            try {
+                fetchers.submit(() -> run(mine, info, entry, b, blockFile));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                inFlight.remove(blockFile, mine);
+                mine.completeExceptionally(new MemfitException("the cache " + folder + " is closed"));
+                return;
+            }
+        }
     }
 
     /**
@@ -1022,10 +1102,7 @@ public final class ObjectCache implements Storage {
     @Override
     public void close() {
         fetchers.shutdownNow();
-        synchronized (handles) {
-            handles.values().forEach(handle -> closeQuietly(handle.channel()));
-            handles.clear();
-        }
+        handles.clear();
         store.close();
     }
 }

@@ -23,6 +23,19 @@ public interface Storage extends AutoCloseable {
     void read(Path file, long position, MemorySegment into);
 
     /**
+     * Says that a range of a file will be read soon, so that a storage whose requests are slow can start fetching it
+     * in the background (an object cache fetches the missing blocks in parallel). A hint: it may do nothing, as it
+     * does by default, and reads must not depend on it.
+     *
+     * @param file the file
+     * @param position the offset of the first byte
+     * @param length the bytes
+     */
+    default void willRead(Path file, long position, long length) {
+        // local storages read fast enough on demand
+    }
+
+    /**
      * The size of a file.
      *
      * @param file the file
