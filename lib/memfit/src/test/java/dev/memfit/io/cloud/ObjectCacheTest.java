@@ -8,6 +8,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -170,19 +171,25 @@ class ObjectCacheTest {
     @Test
     void aCorruptCachedBlockIsDetectedAndFetchedAgain() throws Exception {
         try (ObjectCache cache = cache(1L << 30)) {
-            assertArrayEquals(slice(single, BLOCK, BLOCK), read(cache, uri("single.bin"), BLOCK, BLOCK));
+            // block 1 cached and mapped; its first piece (bytes 0..32 KiB of the block) not read yet
+            int later = ObjectCache.PIECE + 100;
+            assertArrayEquals(slice(single, BLOCK + later, 100), read(cache, uri("single.bin"), BLOCK + later, 100));
             Path file = cache.blockFile(uri("single.bin"), 1);
-            try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-                raf.seek(1000);
-                int b = raf.read();
-                raf.seek(1000);
-                raf.write(b ^ 0x10);
-            }
+            flipByte(file, 1000);
             CacheStatistics before = cache.statistics();
             assertArrayEquals(slice(single, BLOCK + 900, 200), read(cache, uri("single.bin"), BLOCK + 900, 200));
             CacheStatistics after = cache.statistics().minus(before);
-            assertEquals(1, after.corruptBlocks());
+            assertEquals(1, after.corruptBlocks(), "the first read of the damaged piece checks it");
             assertEquals(BLOCK, after.bytesDownloaded(), "the block fetched again");
+            // a piece damaged after this cache checked it is caught when the block is read back by a new cache
+            // (another process, or a later run): checks are per mapping
+            file = cache.blockFile(uri("single.bin"), 1);
+            flipByte(file, 2000);
+            try (ObjectCache again = cache(1L << 30)) {
+                assertArrayEquals(slice(single, BLOCK + 1900, 200), read(again, uri("single.bin"), BLOCK + 1900, 200));
+                assertEquals(1, again.statistics().corruptBlocks());
+                assertEquals(BLOCK, again.statistics().bytesDownloaded(), "the block fetched again");
+            }
             // a damaged checksum table is caught too, by a new cache on the same folder
             try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
                 raf.seek(raf.length() - 14);
@@ -192,6 +199,15 @@ class ObjectCacheTest {
                 assertArrayEquals(slice(single, BLOCK, 10), read(again, uri("single.bin"), BLOCK, 10));
                 assertEquals(1, again.statistics().corruptBlocks());
             }
+        }
+    }
+
+    private static void flipByte(Path file, long position) throws IOException {
+        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+            raf.seek(position);
+            int b = raf.read();
+            raf.seek(position);
+            raf.write(b ^ 0x10);
         }
     }
 
