@@ -152,6 +152,17 @@ public final class CloudBenchmark {
                     "the link's bandwidth", linkSeconds, cold.bytesDownloaded() / 1048576.0 / coldSeconds,
                     linkSeconds / coldSeconds, 0.8));
 
+            // the ceiling of this machine: the same bytes as plain parallel range GETs through the same link (no
+            // cache, no loader); the S3 server, the link's relay and the client share the machine's cores
+            double plainSeconds;
+            try (ObjectStore store = s3.store(link.endpoint()).build()) {
+                plainSeconds = plainDownload(store, uri, s.blockBytes(), s.parallelRequests());
+            }
+            result.add(new Row("plain parallel GETs vs the link (this machine's ceiling)",
+                    s.parallelRequests() + " range GETs in flight, no cache", plainSeconds, "the link's bandwidth",
+                    dataBytes / (double) s.bytesPerSecond(), dataBytes / 1048576.0 / plainSeconds,
+                    dataBytes / (double) s.bytesPerSecond() / plainSeconds, 0));
+
             // (a) and (c): a cache filled straight from the loopback server, then warm epochs side by side
             Path warmFolder = s.directory().resolve("cache-warm");
             Folders.deleteTree(warmFolder);
@@ -181,6 +192,29 @@ public final class CloudBenchmark {
             Folders.deleteTree(warmFolder);
             return new Result(result, dataBytes, rows, link.describe(), cold);
         }
+    }
+
+    /** Seconds to download the whole object in blocks, {@code parallel} range GETs at a time, into scratch buffers. */
+    private static double plainDownload(ObjectStore store, ObjectUri uri, int blockBytes, int parallel) {
+        var info = store.head(uri);
+        long blocks = (info.size() + blockBytes - 1) / blockBytes;
+        java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+        long start = System.nanoTime();
+        try (var workers = java.util.concurrent.Executors.newFixedThreadPool(parallel)) {
+            for (int w = 0; w < parallel; w++) {
+                workers.submit(() -> {
+                    try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                        java.lang.foreign.MemorySegment buffer = arena.allocate(blockBytes);
+                        for (long b = next.getAndIncrement(); b < blocks; b = next.getAndIncrement()) {
+                            long length = Math.min(blockBytes, info.size() - b * blockBytes);
+                            store.read(uri, info.etag(), b * blockBytes, buffer.asSlice(0, length));
+                        }
+                    }
+                    return null;
+                });
+            }
+        }
+        return (System.nanoTime() - start) / 1e9;
     }
 
     private static ObjectCache cache(Settings s, ObjectStore store, Path folder, long dataBytes) {

@@ -108,6 +108,12 @@ public final class ObjectCache implements Storage {
     private final Semaphore fetchSlots;
     private final ExecutorService fetchers = Executors.newVirtualThreadPerTaskExecutor();
     private final Map<ObjectUri, ObjectInfo> opened = new ConcurrentHashMap<>();
+    /**
+     * Objects read through the {@link Storage} interface, by the path readers pass (the same instance each time, so
+     * its hash is cached): the pinned version, its entry folder and each block's file, so that a read of a cached
+     * block neither parses the path nor builds a file name. Cleared with {@link #opened}.
+     */
+    private final Map<Path, Resolved> resolved = new ConcurrentHashMap<>();
     private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
     /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
     private final Map<Path, BlockHandle> handles = new ConcurrentHashMap<>();
@@ -342,6 +348,7 @@ public final class ObjectCache implements Storage {
     /** Forgets the versions pinned by {@link #open}, so that the next reads see what the server has now. */
     public void refresh() {
         opened.clear();
+        resolved.clear();
     }
 
     /**
@@ -358,21 +365,62 @@ public final class ObjectCache implements Storage {
         if (length == 0) {
             return;
         }
-        ObjectInfo info = open(uri);
+        read(resolve(uri.toPath()), position, into);
+    }
+
+    /** An object's pinned version, entry folder and block files, made once per object read through a path. */
+    private final class Resolved {
+        final ObjectInfo info;
+        final Path entry;
+        private final Path[] blockFiles;
+
+        Resolved(ObjectInfo info, Path entry) {
+            this.info = info;
+            this.entry = entry;
+            this.blockFiles = new Path[(int) Math.max(1, (info.size() + blockBytes - 1) / blockBytes)];
+        }
+
+        /** The block's file; racy on purpose: two threads may build the same path once each. */
+        Path blockFile(long block) {
+            Path known = blockFiles[(int) block];
+            if (known == null) {
+                known = ObjectCache.blockFile(entry, block);
+                blockFiles[(int) block] = known;
+            }
+            return known;
+        }
+    }
+
+    private Resolved resolve(Path file) {
+        Resolved known = resolved.get(file);
+        if (known != null) {
+            return known;
+        }
+        ObjectInfo info = open(ObjectUri.of(file));
+        Resolved made = new Resolved(info, entry(info));
+        // kept only while the version is still the one pinned (a refresh() may have run meanwhile)
+        if (opened.get(info.uri()) == info) {
+            resolved.putIfAbsent(file, made);
+        }
+        return made;
+    }
+
+    private void read(Resolved object, long position, MemorySegment into) {
+        long length = into.byteSize();
+        ObjectInfo info = object.info;
         if (position < 0 || position + length > info.size()) {
-            throw new InvalidFileException(uri.toPath(), position, length + " bytes from byte " + position,
+            throw new InvalidFileException(info.uri().toPath(), position, length + " bytes from byte " + position,
                     "an object of " + info.size() + " bytes");
         }
-        Path entry = entry(info);
         long first = position / blockBytes;
         long last = (position + length - 1) / blockBytes;
-        Set<Long> fetched = last > first ? fetchMissing(info, entry, first, last) : Set.of();
+        Set<Long> fetched = last > first ? fetchMissing(info, object.entry, first, last) : Set.of();
         for (long block = first; block <= last; block++) {
             long blockStart = block * blockBytes;
             long from = Math.max(position, blockStart);
             long to = Math.min(position + length, blockStart + blockLength(info, block));
-            readBlock(info, entry, block, from - blockStart, into.asSlice(from - position, to - from),
-                    fetched.contains(block));
+            readBlock(info, object.entry, object.blockFile(block), block, from - blockStart,
+                    into.asSlice(from - position, to - from), fetched.contains(block));
         }
     }
 
@@ -414,8 +462,8 @@ public final class ObjectCache implements Storage {
      * Copies part of one block from its cached file, fetching the block when it is missing and again when it fails
      * its check. {@code fetched}: the caller already fetched it for this read (a miss).
      */
-    private void readBlock(ObjectInfo info, Path entry, long block, long offset, MemorySegment into, boolean fetched) {
-        Path file = blockFile(entry, block);
+    private void readBlock(ObjectInfo info, Path entry, Path file, long block, long offset, MemorySegment into,
+                           boolean fetched) {
         long expected = blockLength(info, block);
         for (int attempt = 0; attempt < 4; attempt++) {
             // a block mapped by this cache is read from its mapping without asking the file system again; its bytes
@@ -645,7 +693,13 @@ public final class ObjectCache implements Storage {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment bytes = arena.allocate(length);
-            store.read(info.uri(), info.etag(), block * blockBytes, bytes);
+            try {
+                store.read(info.uri(), info.etag(), block * blockBytes, bytes);
+            } finally {
+                // the slot limits requests in flight: checksums, the write and the insertion (under the folder
+                // lock) happen outside it, so the next request starts while this block goes to disk
+                fetchSlots.release();
+            }
             ByteBuffer trailer = ByteBuffer.allocate(4 * pieces + 12).order(ByteOrder.LITTLE_ENDIAN);
             CRC32C crc = new CRC32C();
             for (int p = 0; p < pieces; p++) {
@@ -676,8 +730,6 @@ public final class ObjectCache implements Storage {
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write a block of " + info.uri() + " into the cache " + folder, e);
-        } finally {
-            fetchSlots.release();
         }
     }
 
@@ -914,7 +966,7 @@ public final class ObjectCache implements Storage {
             try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 for (long block = 0; block < blocks && info.size() > 0; block++) {
                     MemorySegment part = buffer.asSlice(0, blockLength(info, block));
-                    readBlock(info, entry, block, 0, part, fetched.contains(block));
+                    readBlock(info, entry, blockFile(entry, block), block, 0, part, fetched.contains(block));
                     md5.update(part.asByteBuffer());
                     ByteBuffer data = part.asByteBuffer();
                     while (data.hasRemaining()) {
@@ -1043,7 +1095,10 @@ public final class ObjectCache implements Storage {
      */
     @Override
     public void read(Path file, long position, MemorySegment into) {
-        read(ObjectUri.of(file), position, into);
+        if (into.byteSize() == 0) {
+            return;
+        }
+        read(resolve(file), position, into);
     }
 
     /**
@@ -1060,18 +1115,19 @@ public final class ObjectCache implements Storage {
         if (length <= 0) {
             return;
         }
-        ObjectInfo info;
+        Resolved object;
         try {
-            info = open(ObjectUri.of(file));
+            object = resolve(file);
         } catch (RuntimeException e) {
             return; // the read reports it
         }
-        Path entry = entry(info);
+        ObjectInfo info = object.info;
+        Path entry = object.entry;
         long last = Math.min(position + length, info.size()) - 1;
         // no more in flight than half the cache holds: blocks fetched ahead must not evict each other
         long room = Math.max(1, limitBytes / blockBytes / 2);
         for (long block = Math.max(0, position / blockBytes); block <= last / blockBytes; block++) {
-            Path blockFile = blockFile(entry, block);
+            Path blockFile = object.blockFile(block);
             if (handles.containsKey(blockFile) || inFlight.containsKey(blockFile) || inFlight.size() >= room
                     || Files.exists(blockFile)) {
                 continue;
