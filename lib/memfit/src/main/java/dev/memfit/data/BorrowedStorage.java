@@ -14,6 +14,11 @@ record BorrowedStorage(Storage storage) implements Storage {
     }
 
     @Override
+    public void willRead(Path path, long position, long length) {
+        storage.willRead(path, position, length); // a cache fetches a batch's blocks in parallel only if told
+    }
+
+    @Override
     public long size(Path path) {
         return storage.size(path);
     }

@@ -335,8 +335,16 @@ public final class ObjectShardStore implements SampleSource {
                     staged = cache.stage(object.uri());
                     pins[f] = cache.pin(staged.file());
                 }
-                // the bytes the metadata recorded when the shard was written, as ShardStore.validate checks them
+                // the bytes the metadata recorded when the shard was written, as ShardStore.validate checks them; a
+                // staged copy damaged on disk is set aside and staged once more from its (checked) blocks
                 long crc = ShardWriter.crc32c(staged.file());
+                if (crc != object.crc32c()) {
+                    pins[f].close();
+                    cache.discardStaged(staged);
+                    staged = cache.stage(object.uri());
+                    pins[f] = cache.pin(staged.file());
+                    crc = ShardWriter.crc32c(staged.file());
+                }
                 if (crc != object.crc32c()) {
                     throw new InvalidFileException(object.uri().toPath(), -1, object.bytes() + " bytes of CRC32C "
                             + Long.toHexString(object.crc32c()) + " as " + ShardWriter.METADATA + " records",

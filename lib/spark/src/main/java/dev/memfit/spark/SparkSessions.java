@@ -43,7 +43,10 @@ final class SparkSessions {
      * @return the session in use
      */
     Use use(String appName) {
-        SparkSession spark = session != null ? session : SparkSession.getActiveSession().getOrElse(() -> null);
+        // the thread's active session, else the process's default one (started in another thread or notebook cell):
+        // getOrCreate would return that one too, and this run must then not stop it
+        SparkSession spark = session != null ? session : SparkSession.getActiveSession()
+                .getOrElse(() -> SparkSession.getDefaultSession().getOrElse(() -> null));
         if (spark != null) {
             return new Use(spark, false);
         }

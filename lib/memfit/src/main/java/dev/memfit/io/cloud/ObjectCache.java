@@ -92,6 +92,8 @@ public final class ObjectCache implements Storage {
     static final String BLOCK_SUFFIX = ".block";
     static final String STAGED = "object";
     static final String STAGED_NOTE = "object.verified";
+    /** Staged objects up to this size are checked against their ETag's MD5 on every {@link #stage} that finds them. */
+    static final long RECHECKED_STAGED_BYTES = 1L << 20;
     /**
      * Block files kept mapped per cache: a mapping holds no file descriptor, and a warm epoch over a few GiB of 8 MiB
      * blocks then opens none (it was 64 open channels before mappings).
@@ -398,9 +400,11 @@ public final class ObjectCache implements Storage {
         }
         ObjectInfo info = open(ObjectUri.of(file));
         Resolved made = new Resolved(info, entry(info));
-        // kept only while the version is still the one pinned (a refresh() may have run meanwhile)
-        if (opened.get(info.uri()) == info) {
-            resolved.putIfAbsent(file, made);
+        // kept only while the version is still the one pinned: a refresh() between the check and the put would
+        // otherwise leave the old version in place, so the check is repeated after it
+        if (opened.get(info.uri()) == info && resolved.putIfAbsent(file, made) == null
+                && opened.get(info.uri()) != info) {
+            resolved.remove(file, made);
         }
         return made;
     }
@@ -693,13 +697,7 @@ public final class ObjectCache implements Storage {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment bytes = arena.allocate(length);
-            try {
-                store.read(info.uri(), info.etag(), block * blockBytes, bytes);
-            } finally {
-                // the slot limits requests in flight: checksums, the write and the insertion (under the folder
-                // lock) happen outside it, so the next request starts while this block goes to disk
-                fetchSlots.release();
-            }
+            store.read(info.uri(), info.etag(), block * blockBytes, bytes);
             ByteBuffer trailer = ByteBuffer.allocate(4 * pieces + 12).order(ByteOrder.LITTLE_ENDIAN);
             CRC32C crc = new CRC32C();
             for (int p = 0; p < pieces; p++) {
@@ -730,6 +728,9 @@ public final class ObjectCache implements Storage {
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write a block of " + info.uri() + " into the cache " + folder, e);
+        } finally {
+            // held until the block is in place: it also bounds the blocks held in memory and in temporary files
+            fetchSlots.release();
         }
     }
 
@@ -814,7 +815,9 @@ public final class ObjectCache implements Storage {
             if (Files.deleteIfExists(file.file())) {
                 evictedBlocks.increment();
             }
-            unmap(file.file(), null); // frees its disk space now; a later read of this cache fetches it again
+            // dropped from this cache (a later read fetches it again); the mapping, and with it the deleted file's
+            // disk space, is released when the garbage collector frees it, not at once
+            unmap(file.file(), null);
             total -= file.bytes();
         }
     }
@@ -904,6 +907,34 @@ public final class ObjectCache implements Storage {
         };
     }
 
+    private static String md5Hex(Path file) throws IOException {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("MD5").digest(Files.readAllBytes(file)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no MD5", e);
+        }
+    }
+
+    /**
+     * Removes a staged copy that a caller found damaged (its bytes fail a check the caller knows, such as a CRC a
+     * shard folder's metadata records), so that the next {@link #stage} builds it again from its blocks (each checked
+     * against its CRC32C, fetched again where damaged). The blocks themselves are kept.
+     *
+     * @param staged what {@link #stage} returned
+     */
+    public void discardStaged(StagedObject staged) {
+        Path note = staged.file().resolveSibling(STAGED_NOTE);
+        try {
+            withFolderLock(() -> {
+                Files.deleteIfExists(note); // first: a note must never stand for a missing or damaged copy
+                Files.deleteIfExists(staged.file());
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove the damaged staged copy " + staged.file(), e);
+        }
+        corruptBlocks.increment();
+    }
+
     /**
      * Makes a whole object available as a local file: its blocks are fetched (in parallel, those already cached
      * reused after their check), joined into one file whose MD5 is compared with the ETag where the ETag is an MD5,
@@ -919,10 +950,18 @@ public final class ObjectCache implements Storage {
         Path note = entry.resolve(STAGED_NOTE);
         try {
             if (Files.exists(note) && Files.exists(staged) && Files.size(staged) == info.size()) {
-                touch(staged);
-                hits.increment();
-                bytesFromCache.add(info.size());
-                return new StagedObject(staged, info, Files.readString(note).startsWith("md5"));
+                // a small object (metadata, a listing) is checked against its MD5 again on every hit, for little
+                // cost; a large one is left to its reader's checks (a shard's CRC-32C), as reading it all again on
+                // every open would cost as much as the reads it serves
+                if (info.size() <= RECHECKED_STAGED_BYTES && info.etagIsMd5()
+                        && !md5Hex(staged).equalsIgnoreCase(info.etag())) {
+                    discardStaged(new StagedObject(staged, info, true));
+                } else {
+                    touch(staged);
+                    hits.increment();
+                    bytesFromCache.add(info.size());
+                    return new StagedObject(staged, info, Files.readString(note).startsWith("md5"));
+                }
             }
         } catch (NoSuchFileException e) {
             // evicted between the checks: stage it again
@@ -933,14 +972,15 @@ public final class ObjectCache implements Storage {
         for (int attempt = 0; ; attempt++) {
             Set<Long> fetched = info.size() > 0 ? fetchMissing(info, entry, 0, blocks - 1) : Set.of();
             String md5 = assemble(info, entry, staged, note, blocks, fetched);
-            if (!info.etagIsMd5() || md5.equalsIgnoreCase(info.etag())) {
+            if (md5 == null) {
                 return new StagedObject(staged, info, info.etagIsMd5());
             }
             try {
-                Files.deleteIfExists(staged);
-                Files.deleteIfExists(note);
+                // every block again: unmapped too, or the next attempt would copy the same bytes from the old mappings
                 for (long block = 0; block < blocks; block++) {
-                    Files.deleteIfExists(blockFile(entry, block));
+                    Path file = blockFile(entry, block);
+                    Files.deleteIfExists(file);
+                    unmap(file, null);
                 }
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot remove the mismatching copy of " + uri + " from " + folder, e);
@@ -952,7 +992,13 @@ public final class ObjectCache implements Storage {
         }
     }
 
-    /** Joins the verified blocks into the staged file (temporary name, then rename); returns their MD5 in hex. */
+    /**
+     * Joins the verified blocks into a temporary file and checks its MD5 against the ETag (where the ETag is an MD5).
+     * Only a copy that passes is renamed into place, and its note written after it, so a note always stands for a
+     * finished, checked copy (another reader, or a crash, never finds an unchecked one marked as checked).
+     *
+     * @return null when staged; else the MD5 (hex) of bytes that do not match the ETag, nothing put in place
+     */
     private String assemble(ObjectInfo info, Path entry, Path staged, Path note, long blocks, Set<Long> fetched) {
         MessageDigest md5;
         try {
@@ -975,12 +1021,16 @@ public final class ObjectCache implements Storage {
                 }
             }
             String hex = HexFormat.of().formatHex(md5.digest());
+            if (info.etagIsMd5() && !hex.equalsIgnoreCase(info.etag())) {
+                return hex;
+            }
+            Files.deleteIfExists(note); // a note of an earlier copy (evicted since) must not vouch for this one early
+            insert(temporary, staged, info.size());
             Path noteTemporary = TempFiles.beside(note);
             Files.writeString(noteTemporary, info.etagIsMd5() ? "md5 " + hex + " matches the ETag\n"
                     : "ETag " + info.etag() + " (multipart) not checked; blocks checked with CRC32C\n");
             AtomicMove.replace(noteTemporary, note);
-            insert(temporary, staged, info.size());
-            return hex;
+            return null;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot stage " + info.uri() + " in " + folder, e);
         } finally {
