@@ -117,6 +117,14 @@ public final class ObjectCache implements Storage {
      */
     private final Map<Path, Resolved> resolved = new ConcurrentHashMap<>();
     private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
+    /** Blocks announced by {@link #willRead} still to start, oldest first, and the same as a set. */
+    private final java.util.Queue<Announced> waiting = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final Set<Path> announced = ConcurrentHashMap.newKeySet();
+    /**
+     * Announced blocks that a reader fetched itself before their turn: not started again when their turn comes (with
+     * a cache smaller than the data they may be evicted by then, and fetching them again would be a wasted download).
+     */
+    private final Set<Path> fetchedBeforeTheirTurn = ConcurrentHashMap.newKeySet();
     /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
     private final Map<Path, BlockHandle> handles = new ConcurrentHashMap<>();
     /** The cache folder of each pinned version: computing it hashes with SHA-256, too slow for every small read. */
@@ -676,6 +684,9 @@ public final class ObjectCache implements Storage {
         try {
             if (!Files.exists(file)) {
                 download(info, entry, block, file);
+                if (announced.contains(file)) {
+                    fetchedBeforeTheirTurn.add(file);
+                }
             }
             mine.complete(null);
         } catch (RuntimeException | Error e) {
@@ -683,6 +694,7 @@ public final class ObjectCache implements Storage {
             throw e;
         } finally {
             inFlight.remove(file, mine);
+            startAnnounced();
         }
     }
 
@@ -1171,27 +1183,47 @@ public final class ObjectCache implements Storage {
         } catch (RuntimeException e) {
             return; // the read reports it
         }
-        ObjectInfo info = object.info;
-        Path entry = object.entry;
-        long last = Math.min(position + length, info.size()) - 1;
-        // no more in flight than half the cache holds: blocks fetched ahead must not evict each other
-        long room = Math.max(1, limitBytes / blockBytes / 2);
+        long last = Math.min(position + length, object.info.size()) - 1;
         for (long block = Math.max(0, position / blockBytes); block <= last / blockBytes; block++) {
             Path blockFile = object.blockFile(block);
-            if (handles.containsKey(blockFile) || inFlight.containsKey(blockFile) || inFlight.size() >= room
-                    || Files.exists(blockFile)) {
+            if (!handles.containsKey(blockFile) && !inFlight.containsKey(blockFile) && announced.add(blockFile)) {
+                waiting.add(new Announced(object, block, blockFile));
+            }
+        }
+        startAnnounced();
+    }
+
+    /** A block a loader said it will read, waiting for room among the fetches in flight. */
+    private record Announced(Resolved object, long block, Path file) {
+    }
+
+    /**
+     * Starts announced blocks in the order they were announced while fewer than half the cache's blocks are in flight
+     * (blocks fetched ahead must not evict each other); each finished fetch starts the next. Announcements beyond the
+     * room wait instead of being dropped: a batch of random rows touches more blocks than that, and the readers would
+     * otherwise fetch the rest one at a time, all waiting on the same neighbouring block.
+     */
+    private void startAnnounced() {
+        long room = Math.max(1, limitBytes / blockBytes / 2);
+        while (inFlight.size() < room) {
+            Announced next = waiting.poll();
+            if (next == null) {
+                return;
+            }
+            announced.remove(next.file());
+            if (fetchedBeforeTheirTurn.remove(next.file()) || handles.containsKey(next.file())
+                    || inFlight.containsKey(next.file()) || Files.exists(next.file())) {
                 continue;
             }
-            long b = block;
             // registered before the task starts, so that the batch's other records in this block find it in flight
             CompletableFuture<Void> mine = new CompletableFuture<>();
-            if (inFlight.putIfAbsent(blockFile, mine) != null) {
+            if (inFlight.putIfAbsent(next.file(), mine) != null) {
                 continue;
             }
             try {
-                fetchers.submit(() -> run(mine, info, entry, b, blockFile));
+                fetchers.submit(() -> run(mine, next.object().info, next.object().entry, next.block(), next.file()));
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                inFlight.remove(blockFile, mine);
+                inFlight.remove(next.file(), mine);
                 mine.completeExceptionally(new MemfitException("the cache " + folder + " is closed"));
                 return;
             }
