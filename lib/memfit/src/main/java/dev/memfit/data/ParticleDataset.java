@@ -17,8 +17,8 @@ import java.util.function.Supplier;
  * <p>A listing in a bucket ({@code s3://bucket/particles.star}, {@link Datasets#particles(String)}) is read through an
  * {@link ObjectCache}, and so are its stacks, which relative names place under the listing's prefix: the listing and
  * the stacks' headers when the loader is built, then the images block by block as batches need them (each block
- * downloaded once with a range request and checked on every read from the cache). By default the cache is
- * {@link ObjectCache#fromEnvironment()}, closed with the loader; {@link #optCache} shares one.
+ * downloaded once with a range request, each piece checked against its CRC32C before it is served). By default the
+ * cache is {@link ObjectCache#fromEnvironment()}, closed with the loader; {@link #optCache} shares one.
  */
 public final class ParticleDataset extends RecordDataset {
 
