@@ -24,7 +24,14 @@ final class StagedFile implements AutoCloseable {
         this.ownsCache = ownsCache;
         try {
             ObjectCache.StagedObject staged = cache.stage(uri);
-            this.pin = cache.pin(staged.file());
+            ObjectCache.Pin pinned = cache.pin(staged.file());
+            for (int attempt = 0; !java.nio.file.Files.exists(staged.file()) && attempt < 3; attempt++) {
+                // evicted between staging and pinning (another reader of the cache inserted meanwhile): again
+                pinned.close();
+                staged = cache.stage(uri);
+                pinned = cache.pin(staged.file());
+            }
+            this.pin = pinned;
             this.file = staged.file();
         } catch (RuntimeException e) {
             if (ownsCache) {

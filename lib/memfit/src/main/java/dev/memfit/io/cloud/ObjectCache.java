@@ -1251,6 +1251,15 @@ public final class ObjectCache implements Storage {
     @Override
     public void close() {
         fetchers.shutdownNow();
+        // downloads in flight stop at their next interruptible step; waiting for them keeps a late insertion from
+        // writing into the folder after close returns, and the store from closing under them
+        try {
+            if (!fetchers.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                System.err.println("memfit: downloads into the cache " + folder + " still running 30 s after close");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         handles.clear();
         store.close();
     }
