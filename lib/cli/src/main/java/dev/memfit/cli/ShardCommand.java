@@ -79,8 +79,9 @@ final class ShardCommand implements Callable<Integer> {
                         continue;
                     }
                     ObjectUri uri = ObjectUri.of(in);
-                    ObjectCache.StagedObject staged = cache.stage(uri);
-                    pins.add(cache.pin(staged.file()));
+                    ObjectCache.PinnedObject pinned = cache.stagePinned(uri);
+                    pins.add(pinned.pin());
+                    ObjectCache.StagedObject staged = pinned.staged();
                     System.out.printf("staged %s (%.1f MB, %s) in %s%n", uri, staged.info().size() / 1e6,
                             staged.etagChecked() ? "MD5 matches the ETag" : "blocks checked with CRC32C", cache.folder());
                     local.add(staged.file());

@@ -23,16 +23,9 @@ final class StagedFile implements AutoCloseable {
         this.cache = cache;
         this.ownsCache = ownsCache;
         try {
-            ObjectCache.StagedObject staged = cache.stage(uri);
-            ObjectCache.Pin pinned = cache.pin(staged.file());
-            for (int attempt = 0; !java.nio.file.Files.exists(staged.file()) && attempt < 3; attempt++) {
-                // evicted between staging and pinning (another reader of the cache inserted meanwhile): again
-                pinned.close();
-                staged = cache.stage(uri);
-                pinned = cache.pin(staged.file());
-            }
-            this.pin = pinned;
-            this.file = staged.file();
+            ObjectCache.PinnedObject pinned = cache.stagePinned(uri);
+            this.pin = pinned.pin();
+            this.file = pinned.staged().file();
         } catch (RuntimeException e) {
             if (ownsCache) {
                 cache.close();

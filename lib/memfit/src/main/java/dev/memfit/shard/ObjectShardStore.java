@@ -327,22 +327,18 @@ public final class ObjectShardStore implements SampleSource {
         try {
             for (int f = 0; f < files.size(); f++) {
                 ShardObject object = files.get(f);
-                ObjectCache.StagedObject staged = cache.stage(object.uri());
-                pins[f] = cache.pin(staged.file());
-                for (int attempt = 0; !java.nio.file.Files.exists(staged.file()) && attempt < 3; attempt++) {
-                    // evicted between staging and pinning (another reader of the cache inserted meanwhile): again
-                    pins[f].close();
-                    staged = cache.stage(object.uri());
-                    pins[f] = cache.pin(staged.file());
-                }
+                ObjectCache.PinnedObject pinned = cache.stagePinned(object.uri());
+                ObjectCache.StagedObject staged = pinned.staged();
+                pins[f] = pinned.pin();
                 // the bytes the metadata recorded when the shard was written, as ShardStore.validate checks them; a
                 // staged copy damaged on disk is set aside and staged once more from its (checked) blocks
                 long crc = ShardWriter.crc32c(staged.file());
                 if (crc != object.crc32c()) {
                     pins[f].close();
                     cache.discardStaged(staged);
-                    staged = cache.stage(object.uri());
-                    pins[f] = cache.pin(staged.file());
+                    pinned = cache.stagePinned(object.uri());
+                    staged = pinned.staged();
+                    pins[f] = pinned.pin();
                     crc = ShardWriter.crc32c(staged.file());
                 }
                 if (crc != object.crc32c()) {

@@ -4,7 +4,6 @@ import dev.memfit.MemfitException;
 import dev.memfit.io.storage.TempFiles;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -14,12 +13,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Stream;
 import java.util.zip.CRC32C;
@@ -224,19 +220,7 @@ public final class CacheFolder {
             return "";
         }
         String expected = verified.substring(4).split("\\s+")[0];
-        MessageDigest md5;
-        try {
-            md5 = MessageDigest.getInstance("MD5");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("the JDK has no MD5", e);
-        }
-        try (InputStream in = Files.newInputStream(file)) {
-            byte[] buffer = new byte[1 << 16];
-            for (int n; (n = in.read(buffer)) > 0; ) {
-                md5.update(buffer, 0, n);
-            }
-        }
-        String found = HexFormat.of().formatHex(md5.digest());
+        String found = ObjectCache.md5Hex(file);
         return found.equalsIgnoreCase(expected) ? null : "MD5 " + found + ", verified as " + expected + " when staged";
     }
 

@@ -919,12 +919,52 @@ public final class ObjectCache implements Storage {
         };
     }
 
-    private static String md5Hex(Path file) throws IOException {
+    /**
+     * A staged object with a pin on its local copy, as {@link #stagePinned} returns it; closing releases the pin.
+     *
+     * @param staged the local copy and how it was checked
+     * @param pin the pin that keeps it from eviction
+     */
+    public record PinnedObject(StagedObject staged, Pin pin) implements AutoCloseable {
+        @Override
+        public void close() {
+            pin.close();
+        }
+    }
+
+    /**
+     * Stages an object ({@link #stage}) and pins its copy ({@link #pin}), staging it again when an insertion by another
+     * reader evicted it between the two steps.
+     *
+     * @param uri the object
+     * @return the staged copy, pinned: close it when done reading
+     */
+    public PinnedObject stagePinned(ObjectUri uri) {
+        StagedObject staged = stage(uri);
+        Pin pinned = pin(staged.file());
+        for (int attempt = 0; !Files.exists(staged.file()) && attempt < 3; attempt++) {
+            pinned.close();
+            staged = stage(uri);
+            pinned = pin(staged.file());
+        }
+        return new PinnedObject(staged, pinned);
+    }
+
+    /** The MD5 of a file's bytes, in hex. */
+    static String md5Hex(Path file) throws IOException {
+        MessageDigest md5;
         try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("MD5").digest(Files.readAllBytes(file)));
+            md5 = MessageDigest.getInstance("MD5");
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("the JDK has no MD5", e);
         }
+        try (java.io.InputStream in = Files.newInputStream(file)) {
+            byte[] buffer = new byte[1 << 16];
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                md5.update(buffer, 0, n);
+            }
+        }
+        return HexFormat.of().formatHex(md5.digest());
     }
 
     /**
