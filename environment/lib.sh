@@ -116,40 +116,47 @@ memfit_spark_options() {
 
 # Writes the 'memfit' kernelspec under build/jupyter and points JUPYTER_PATH at it.
 memfit_kernelspec() {
-    local dir="$MEMFIT_ROOT/build/jupyter/kernels/memfit"
+    memfit_write_kernelspec memfit "Java (memfit)" "" "" "$MEMFIT_ROOT/lib/cli/target/lib/*.jar" ""
+    memfit_kernelspec_spark
+    export JUPYTER_PATH="$MEMFIT_ROOT/build/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+}
+
+# Writes one kernelspec: NAME, DISPLAY name, extra JVM flags, extra JVM class path (before the kernel's jars), the
+# class path JShell sees (RJK_CLASSPATH, ';'-separated) and extra lines for the launcher's environment.
+memfit_write_kernelspec() {
+    local name="$1" display="$2" jvm_flags="$3" jvm_classpath="$4" shell_classpath="$5" extra_env="$6"
+    local dir="$MEMFIT_ROOT/build/jupyter/kernels/$name"
     mkdir -p "$dir"
     cat > "$dir/launch.sh" <<LAUNCH
 #!/usr/bin/env bash
-# Written by memfit's environment/lib.sh. The heap is set per run: MEMFIT_KERNEL_HEAP (default 2g).
+# Written by memfit's environment/lib.sh: kernel '$name'. The heap is set per run: MEMFIT_KERNEL_HEAP (default 2g).
 # The kernel's own output (class path lines, warnings) goes to kernel.log beside this file; cell output goes to
 # the notebook as usual.
 exec >>"$dir/kernel.log" 2>&1
 # PyTorch's OpenMP threads spin after every op by default, starving the loader's reader threads on a small machine.
 export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
-# The GPU settings of ./memfit gpu-setup, read at each start so that a later gpu-setup needs no new kernelspec.
+${extra_env}# The GPU settings of ./memfit gpu-setup, read at each start so that a later gpu-setup needs no new kernelspec.
 GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
 if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
-exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) \\
-  -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
+exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) ${jvm_flags:+$jvm_flags }\\
+  -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:${jvm_classpath:+$jvm_classpath:}$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
   dev.memfit.kernel.KernelMain "\$@"
 LAUNCH
     chmod +x "$dir/launch.sh"
     cat > "$dir/kernel.json" <<JSON
 {
   "argv": ["$dir/launch.sh", "{connection_file}"],
-  "display_name": "Java (memfit)",
+  "display_name": "$display",
   "language": "java",
   "interrupt_mode": "message",
   "env": {
-    "RJK_CLASSPATH": "$MEMFIT_ROOT/lib/cli/target/lib/*.jar",
+    "RJK_CLASSPATH": "$shell_classpath",
     "DJL_OFFLINE": "true",
     "OPT_OUT_TRACKING": "true",
     "MEMFIT_HOME": "$MEMFIT_ROOT"
   }
 }
 JSON
-    memfit_kernelspec_spark
-    export JUPYTER_PATH="$MEMFIT_ROOT/build/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
 }
 
 # The GPU settings ./memfit gpu-setup recorded (PYTORCH_LIBRARY_PATH, PYTORCH_VERSION, PYTORCH_FLAVOR, DJL's engine
@@ -175,34 +182,9 @@ memfit_kernelspec_spark() {
         return 0
     fi
     classpath="$jar:$(cat "$deps")"
-    mkdir -p "$dir"
-    cat > "$dir/launch.sh" <<LAUNCH
-#!/usr/bin/env bash
-# Written by memfit's environment/lib.sh: the memfit kernel with Apache Spark (lib/spark) on its class path.
-exec >>"$dir/kernel.log" 2>&1
-export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
-export SPARK_LOCAL_IP="\${SPARK_LOCAL_IP:-127.0.0.1}"
-GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
-if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
-exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) $(memfit_spark_options) \\
-  -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:$classpath:$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
-  dev.memfit.kernel.KernelMain "\$@"
-LAUNCH
-    chmod +x "$dir/launch.sh"
-    cat > "$dir/kernel.json" <<JSON
-{
-  "argv": ["$dir/launch.sh", "{connection_file}"],
-  "display_name": "Java (memfit + Spark)",
-  "language": "java",
-  "interrupt_mode": "message",
-  "env": {
-    "RJK_CLASSPATH": "${classpath//:/;}",
-    "DJL_OFFLINE": "true",
-    "OPT_OUT_TRACKING": "true",
-    "MEMFIT_HOME": "$MEMFIT_ROOT"
-  }
-}
-JSON
+    memfit_write_kernelspec memfit-spark "Java (memfit + Spark)" "$(memfit_spark_options)" "$classpath" \
+        "${classpath//:/;}" 'export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+'
 }
 
 # Everything a command needs before it runs.
