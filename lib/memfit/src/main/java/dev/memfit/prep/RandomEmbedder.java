@@ -1,6 +1,7 @@
 package dev.memfit.prep;
 
 import ai.djl.engine.Engine;
+import dev.memfit.PyTorch;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -42,7 +43,7 @@ public final class RandomEmbedder implements FeatureCache.Extractor, AutoCloseab
         this.depth = settings.depth;
         this.dimension = settings.dimension;
         this.seed = settings.seed;
-        Engine engine = Engine.getEngine("PyTorch");
+        Engine engine = PyTorch.engine();
         engine.setRandomSeed(Math.toIntExact(seed & 0x7fffffff));
         this.manager = engine.newBaseManager();
         this.network = new SequentialBlock();

@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.GradientCollector;
 import dev.memfit.ProgressListener;
+import dev.memfit.PyTorch;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 import dev.memfit.memory.DeviceMemory;
@@ -112,9 +113,9 @@ final class Fit {
         }
     }
 
-    /** The engine every trainer runs on. */
+    /** The engine every trainer runs on (its CPU results reproducible from a seed: see {@link PyTorch#engine()}). */
     static Engine engine() {
-        return Engine.getEngine("PyTorch");
+        return PyTorch.engine();
     }
 
     /** The first GPU DJL sees, else the CPU. */
