@@ -199,10 +199,34 @@ class NpyObjectTest {
     }
 
     @Test
-    void anObjectCannotBeMappedAndAMissingOneIsNamed() {
-        MemfitException mapped = assertThrows(MemfitException.class,
-                () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").mapped());
-        assertTrue(mapped.getMessage().contains("lazy(threads)"), mapped.getMessage());
+    void aMappedObjectIsStagedOnceAndReadsAsNumpy() {
+        String uri = "s3://" + BUCKET + "/cells/f32.npy";
+        try (ObjectCache cache = cache()) {
+            try (Loader loader = Datasets.npy(uri).optCache(cache).mapped().optBatchSize(64).optShuffle(7).build()) {
+                assertEquals(ROWS, checkEpoch(loader, 0, expected32, new HashSet<>()));
+                // the object once, in blocks, joined into the staged copy that the loader maps
+                assertEquals(objectBytes, cache.statistics().bytesDownloaded(), cache.statistics().toString());
+                assertTrue(loader.describe().contains(uri), loader.describe());
+            }
+            CacheStatistics first = cache.statistics();
+            try (Loader again = Datasets.npy(uri).optCache(cache).mapped().optBatchSize(100).optShuffle(8).build();
+                 Loader local = Datasets.npy(inputs.resolve("f32.npy")).mapped().optBatchSize(100).build()) {
+                assertEquals(ROWS, checkEpoch(again, 0, expected32, new HashSet<>()));
+                assertEquals(0, cache.statistics().minus(first).bytesDownloaded(), "the staged copy is a hit");
+                // the same bytes under the same name: a checkpoint of one resumes on the other
+                assertEquals(local.state().source(), again.state().source());
+            }
+        }
+    }
+
+    @Test
+    void aMappedObjectLargerThanTheCacheSaysSoAndAMissingOneIsNamed() {
+        try (ObjectCache small = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(objectBytes / 2).build()) {
+            RuntimeException tooLarge = assertThrows(RuntimeException.class,
+                    () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(small).mapped().build());
+            assertTrue(tooLarge.getMessage().contains("optLimitBytes"), tooLarge.getMessage());
+        }
         try (ObjectCache cache = cache()) {
             RuntimeException missing = assertThrows(RuntimeException.class,
                     () -> Datasets.npy("s3://" + BUCKET + "/cells/none.npy").optCache(cache).lazy(2).build());

@@ -71,7 +71,10 @@ import java.util.zip.CRC32C;
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
- * several missing blocks fetch them in parallel.
+ * several missing blocks fetch them in parallel. One exception to "through blocks": reads within an object's first
+ * {@value #HEADER_BYTES} bytes, while its first block is not cached, coming or announced (and is much larger than
+ * that), go straight to the store, uncached, so that reading a header (of a {@code .npy}, of every MRC stack of a
+ * listing, for {@code inspect}) costs one small request rather than a block.
  *
  * <pre>{@code
  * try (ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.fromEnvironment())
@@ -86,6 +89,8 @@ public final class ObjectCache implements Storage {
 
     /** The bytes covered by one CRC32C in a block file: what a read of a few bytes reads and checks. */
     public static final int PIECE = 32 * 1024;
+    /** Reads within an object's first bytes go straight to the store while its first block is not cached. */
+    static final int HEADER_BYTES = 64 * 1024;
     /** The default block size: 8 MiB. */
     public static final int DEFAULT_BLOCK_BYTES = 8 << 20;
     static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
@@ -426,6 +431,10 @@ public final class ObjectCache implements Storage {
         }
         long first = position / blockBytes;
         long last = (position + length - 1) / blockBytes;
+        if (position + length <= HEADER_BYTES && blockLength(info, 0) > 2L * HEADER_BYTES
+                && readDirect(object, position, into)) {
+            return;
+        }
         Set<Long> fetched = last > first ? fetchMissing(info, object.entry, first, last) : Set.of();
         for (long block = first; block <= last; block++) {
             long blockStart = block * blockBytes;
@@ -434,6 +443,37 @@ public final class ObjectCache implements Storage {
             readBlock(info, object.entry, object.blockFile(block), block, from - blockStart,
                     into.asSlice(from - position, to - from), fetched.contains(block));
         }
+    }
+
+    /**
+     * Reads bytes of an object's head, while its first block is neither cached, coming nor announced, straight from
+     * the store with one small range request instead of downloading the whole block first: a header (a {@code .npy}'s,
+     * each MRC stack's of a listing, an inspected file's) costs a round trip, not a block of megabytes, and a cold
+     * epoch's blocks all download in parallel with the epoch. These bytes are not cached (the head is read again,
+     * directly, until the block is); the request is pinned to the version like any other.
+     *
+     * @return false when the first block is there, coming, or announced (read it through the cache)
+     */
+    private boolean readDirect(Resolved object, long position, MemorySegment into) {
+        Path file = object.blockFile(0);
+        if (handles.containsKey(file) || inFlight.containsKey(file) || announced.contains(file) || Files.exists(file)) {
+            return false;
+        }
+        long start = System.nanoTime();
+        try {
+            fetchSlots.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MemfitException("interrupted while waiting to read " + object.info.uri(), e);
+        }
+        try {
+            store.read(object.info.uri(), object.info.etag(), position, into);
+        } finally {
+            fetchSlots.release();
+            waitedNanos.add(System.nanoTime() - start);
+        }
+        misses.increment();
+        return true;
     }
 
     /**

@@ -40,6 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ObjectCacheTest {
 
     private static final int BLOCK = 256 * 1024;
+    /** A position in the first block past the head (which a cold cache reads directly, without the block). */
+    private static final long HEAD_PAST = ObjectCache.HEADER_BYTES + 1000;
     private static final String BUCKET = "data";
     private static S3TestServer server;
     private static byte[] single;
@@ -220,7 +222,7 @@ class ObjectCacheTest {
         random.nextBytes(second);
         String firstEtag = server.put(BUCKET, "changing.bin", first);
         try (ObjectCache cache = cache(1L << 30)) {
-            assertArrayEquals(slice(first, 0, 100), read(cache, uri("changing.bin"), 0, 100));
+            assertArrayEquals(slice(first, HEAD_PAST, 100), read(cache, uri("changing.bin"), HEAD_PAST, 100));
             String secondEtag = server.put(BUCKET, "changing.bin", second);
             ObjectChangedException changed = assertThrows(ObjectChangedException.class,
                     () -> read(cache, uri("changing.bin"), 2L * BLOCK, 100));
@@ -228,10 +230,30 @@ class ObjectCacheTest {
             assertTrue(changed.getMessage().contains(firstEtag) && changed.getMessage().contains(secondEtag),
                     changed.getMessage());
             // what was read stays the first version; after refresh the second is read, from new blocks
-            assertArrayEquals(slice(first, 0, 100), read(cache, uri("changing.bin"), 0, 100));
+            assertArrayEquals(slice(first, HEAD_PAST, 100), read(cache, uri("changing.bin"), HEAD_PAST, 100));
             cache.refresh();
-            assertArrayEquals(slice(second, 0, 100), read(cache, uri("changing.bin"), 0, 100));
+            assertArrayEquals(slice(second, HEAD_PAST, 100), read(cache, uri("changing.bin"), HEAD_PAST, 100));
             assertArrayEquals(slice(second, 2L * BLOCK, 100), read(cache, uri("changing.bin"), 2L * BLOCK, 100));
+        }
+    }
+
+    @Test
+    void theHeadOfAnObjectIsReadWithoutItsBlockUntilTheBlockIsCached() {
+        try (ObjectCache cache = cache(1L << 30)) {
+            // a header read on a cold cache: one small range request, nothing cached
+            assertArrayEquals(slice(single, 0, 128), read(cache, uri("single.bin"), 0, 128));
+            assertArrayEquals(slice(single, 128, 900), read(cache, uri("single.bin"), 128, 900));
+            CacheStatistics head = cache.statistics();
+            assertEquals(128 + 900, head.bytesDownloaded(), head.toString());
+            assertFalse(Files.exists(cache.blockFile(uri("single.bin"), 0)));
+            // a read past the head caches the first block; from then on the head is a hit
+            assertArrayEquals(slice(single, HEAD_PAST, 10), read(cache, uri("single.bin"), HEAD_PAST, 10));
+            assertTrue(Files.exists(cache.blockFile(uri("single.bin"), 0)));
+            CacheStatistics before = cache.statistics();
+            assertArrayEquals(slice(single, 0, 128), read(cache, uri("single.bin"), 0, 128));
+            CacheStatistics after = cache.statistics().minus(before);
+            assertEquals(0, after.bytesDownloaded(), after.toString());
+            assertEquals(1, after.hits(), after.toString());
         }
     }
 
@@ -246,7 +268,9 @@ class ObjectCacheTest {
         Files.write(leftover, new byte[1000]);
         try (ObjectCache cache = cache(limit)) {
             for (int block : new int[] {0, 1, 2, 0, 3}) {
-                assertArrayEquals(slice(single, (long) block * BLOCK, 10), read(cache, uri("single.bin"), (long) block * BLOCK, 10));
+                // past the head, which a cold cache reads directly (theHeadOfAnObjectIsReadWithoutItsBlock)
+                long at = (long) block * BLOCK + 100_000;
+                assertArrayEquals(slice(single, at, 10), read(cache, uri("single.bin"), at, 10));
                 assertTrue(cache.usedBytes() <= limit);
             }
             assertTrue(Files.exists(cache.blockFile(uri("single.bin"), 0)), "used again before block 3: kept");

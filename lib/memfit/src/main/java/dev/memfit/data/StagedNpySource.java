@@ -1,0 +1,90 @@
+package dev.memfit.data;
+
+import ai.djl.ndarray.types.Shape;
+import dev.memfit.DType;
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.source.NpySource;
+import dev.memfit.source.SampleSource;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A {@code .npy} object staged whole into the cache and memory-mapped there: the mapped local reader, unchanged, on
+ * the verified copy (its MD5 checked against the ETag when staged), pinned against eviction until closed. Named by its
+ * URI; its fingerprint is that of a local file of the same name and header, as the bytes are the same.
+ */
+final class StagedNpySource implements SampleSource {
+
+    private final ObjectUri uri;
+    private final StagedFile staged;
+    private final NpySource mapped;
+
+    private StagedNpySource(ObjectUri uri, StagedFile staged, NpySource mapped) {
+        this.uri = uri;
+        this.staged = staged;
+        this.mapped = mapped;
+    }
+
+    /**
+     * Stages an object (a hit when the cache holds a checked copy) and maps it.
+     *
+     * @param uri the object
+     * @param cache the cache to use and leave open, or null for {@link ObjectCache#fromEnvironment()} (closed with
+     *        the source)
+     * @return the source, to be closed
+     */
+    static StagedNpySource open(ObjectUri uri, ObjectCache cache) {
+        StagedFile staged = StagedFile.of(uri, cache);
+        try {
+            return new StagedNpySource(uri, staged, NpySource.mapped(staged.file()));
+        } catch (RuntimeException e) {
+            staged.close();
+            throw new dev.memfit.MemfitException(uri + " (staged as " + staged.file() + "): " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public long size() {
+        return mapped.size();
+    }
+
+    @Override
+    public Shape sampleShape() {
+        return mapped.sampleShape();
+    }
+
+    @Override
+    public DType dtype() {
+        return mapped.dtype();
+    }
+
+    @Override
+    public void read(long index, MemorySegment into) {
+        mapped.read(index, into);
+    }
+
+    @Override
+    public void readBatch(long[] indices, MemorySegment into) {
+        mapped.readBatch(indices, into);
+    }
+
+    @Override
+    public String describe() {
+        return "mapped " + uri + " (staged in the cache)";
+    }
+
+    @Override
+    public String fingerprint() {
+        return uri.toPath().getFileName() + " (" + mapped.array().header() + ")";
+    }
+
+    @Override
+    public void close() {
+        try {
+            mapped.close();
+        } finally {
+            staged.close();
+        }
+    }
+}
