@@ -35,7 +35,7 @@ final class BenchCloud implements Callable<Integer> {
     private long rttMs;
     @Option(names = "--bandwidth-mib", defaultValue = "100", description = "simulated link bandwidth, MiB/s (default ${DEFAULT-VALUE})")
     private long bandwidthMib;
-    @Option(names = "--epochs", defaultValue = "3", description = "warm epochs per side, the best counts (default ${DEFAULT-VALUE})")
+    @Option(names = "--epochs", defaultValue = "10", description = "warm epochs per side, alternating, the best counts: a warm epoch of a GiB takes about 0.1 s, so fewer are noise (default ${DEFAULT-VALUE})")
     private int epochs;
     @Option(names = "--dir", defaultValue = "build/bench/cloud", description = "data, server objects and caches (default ${DEFAULT-VALUE})")
     private Path dir;
