@@ -92,7 +92,7 @@ public final class CloudBenchmark {
     /**
      * Everything one run measured.
      *
-     * @param rows the three comparisons
+     * @param rows the comparisons, in the order measured (a row without a target is reported for context)
      * @param dataBytes the {@code .npy}'s size
      * @param samples rows in the data
      * @param link the simulated link's description

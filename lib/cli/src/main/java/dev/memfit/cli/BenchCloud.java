@@ -71,7 +71,7 @@ final class BenchCloud implements Callable<Integer> {
             reference.append(row.reference());
             referenceSeconds.append(round(row.referenceSeconds(), 3));
             ratio.append(round(row.ratio(), 3));
-            target.append(row.target() <= 0 ? "(reference)" : ">= " + row.target() + (row.met() ? " met" : " MISSED"));
+            target.append(row.target() <= 0 ? "no target" : ">= " + row.target() + (row.met() ? " met" : " MISSED"));
         }
         table.addColumns(measure, memfit, memfitSeconds, speed, reference, referenceSeconds, ratio, target);
         System.out.println(table.printAll());

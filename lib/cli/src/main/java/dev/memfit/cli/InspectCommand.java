@@ -93,7 +93,7 @@ final class InspectCommand implements Callable<Integer> {
 
     /**
      * An object in a bucket, read through the cache of the environment ({@link ObjectCache#fromEnvironment()}): a
-     * {@code .npy} from its header's block and then every block; an {@code .h5ad} staged whole (verified) and read
+     * {@code .npy} from its header (one small request on a cold cache) and then every block; an {@code .h5ad} staged whole (verified) and read
      * like a local file; a stack or listing from its headers, then its images block by block; a shard folder
      * ({@code s3://bucket/shards/}) from its metadata, then shard by shard, each checked against its CRC32C.
      */

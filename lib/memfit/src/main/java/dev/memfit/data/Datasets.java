@@ -53,11 +53,11 @@ public final class Datasets {
 
     /**
      * A numpy {@code .npy} file whose rows are the samples, named by a local path or an object address
-     * ({@code s3://bucket/x.npy}, {@code gs://bucket/x.npy}), which is read through a verified local cache
-     * ({@link NpyDataset#lazy}, {@link NpyDataset#optCache}).
+     * ({@code s3://bucket/x.npy}, {@code gs://bucket/x.npy}), which is read through a verified local cache: in
+     * blocks ({@link NpyDataset#lazy}) or staged whole and mapped ({@link NpyDataset#mapped}); {@link NpyDataset#optCache}.
      *
      * @param pathOrUri a local path or an object address
-     * @return the next step: lazy, mapped (local files) or in memory
+     * @return the next step: lazy, mapped (an object: staged whole in the cache first) or in memory
      */
     public static NpyDataset npy(String pathOrUri) {
         return ObjectUri.isObject(pathOrUri) ? new NpyDataset(ObjectUri.parse(pathOrUri)) : new NpyDataset(Path.of(pathOrUri));
@@ -277,7 +277,7 @@ public final class Datasets {
     }
 
     /**
-     * What an object holds, read through a cache: a {@code .npy} from its header's block, particle stacks and
+     * What an object holds, read through a cache: a {@code .npy} from its header, particle stacks and
      * listings from the listing and the stacks' headers, an {@code .h5ad} staged whole (its metadata is spread
      * through the file), and a shard folder (an address ending in {@code /}, or one without an extension) from its
      * metadata. The description names the object ({@code s3:/bucket/key}, the path form of {@link ObjectUri}).

@@ -16,10 +16,10 @@ import java.util.Objects;
  * The first step of loading a {@code .npy} file: choose how its rows reach the loader.
  *
  * <p>A file in a bucket ({@code s3://bucket/x.npy}, {@code gs://...}) is read through an {@link ObjectCache}, in one
- * of two ways: {@link #lazy} reads the header from the first block and the rows on demand, block by block, each block
- * downloaded once with a range request and served from the verified local cache afterwards (for objects larger than
- * the cache); {@link #mapped} stages the whole object into the cache and maps the checked copy (random batches as
- * fast as from a local file, for a cache that holds the object). By default the cache is
+ * of two ways: {@link #lazy} reads the header (one small request on a cold cache) and the rows on demand, block by
+ * block, each block downloaded once with a range request and served from the verified local cache afterwards (for
+ * objects larger than the cache); {@link #mapped} stages the whole object into the cache and maps the checked copy
+ * (random batches as fast as from a local file, for a cache that holds the object). By default the cache is
  * {@link ObjectCache#fromEnvironment()} (made when the loader is built, closed with it); {@link #optCache} passes one
  * that the caller keeps, to share it between loaders or read its {@link ObjectCache#statistics()}.
  *
@@ -64,10 +64,12 @@ public final class NpyDataset {
      * Memory-maps the file: nothing of the data is copied up front; the OS pages rows in as batches need them and the
      * page cache keeps them while memory allows.
      *
-     * <p>An object is first staged whole into the cache (its blocks fetched in parallel, joined, the copy's MD5
-     * checked against the ETag; a hit when the cache already holds a checked copy), then the copy is mapped and
+     * <p>An object is first staged whole into the cache (its blocks fetched in parallel and checked, joined, the
+     * copy's MD5 compared with the ETag of a single-part upload; a hit when the cache already holds the copy, which
+     * is not read again to check it), then the copy is mapped and
      * pinned against eviction until the loader closes: random batches as fast as from a local file, for a cache that
-     * can hold the whole object. For one larger than the cache, use {@link #lazy} (blocks on demand).
+     * can hold the whole object. An object larger than the cache's limit is refused before any download: use
+     * {@link #lazy} (blocks on demand).
      *
      * @return the loader settings
      */

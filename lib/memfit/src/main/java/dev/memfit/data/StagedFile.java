@@ -6,7 +6,8 @@ import dev.memfit.io.cloud.ObjectUri;
 import java.nio.file.Path;
 
 /**
- * An object staged whole into a local cache for a reader that needs a local file (an {@code .h5ad}, which is mapped):
+ * An object staged whole into a local cache for a reader that needs a local file (an {@code .h5ad}, a {@code .npy}
+ * read with {@code mapped()}):
  * the verified copy, pinned so that the cache does not evict it while it is read, and the cache itself when this
  * owns it ({@link ObjectCache#fromEnvironment()}); closing releases both.
  */

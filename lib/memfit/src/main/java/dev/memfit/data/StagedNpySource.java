@@ -2,6 +2,7 @@ package dev.memfit.data;
 
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
+import dev.memfit.InvalidFileException;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.source.NpySource;
@@ -39,8 +40,17 @@ final class StagedNpySource implements SampleSource {
         try {
             return new StagedNpySource(uri, staged, NpySource.mapped(staged.file()));
         } catch (RuntimeException e) {
-            staged.close();
-            throw new dev.memfit.MemfitException(uri + " (staged as " + staged.file() + "): " + e.getMessage(), e);
+            // an object that is not a .npy: named by its address, not only by the cache's name for the copy
+            RuntimeException failure = e instanceof InvalidFileException bad
+                    ? new InvalidFileException(uri.toPath(), bad.offset(), "a .npy array",
+                            "something else (" + bad.getMessage() + ")", bad)
+                    : e;
+            try {
+                staged.close();
+            } catch (RuntimeException closing) {
+                failure.addSuppressed(closing);
+            }
+            throw failure;
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.memfit.prep;
 
 import ai.djl.engine.Engine;
-import dev.memfit.PyTorch;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
@@ -12,6 +11,7 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.ParameterStore;
 import dev.memfit.MemfitException;
+import dev.memfit.PyTorch;
 import dev.memfit.data.Batch;
 
 import java.lang.foreign.MemorySegment;

@@ -1,5 +1,6 @@
 package dev.memfit.data;
 
+import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.cloud.CacheStatistics;
@@ -73,6 +74,7 @@ class NpyObjectTest {
         objectBytes = f32.length;
         server.put(BUCKET, "cells/f32.npy", f32);
         server.put(BUCKET, "cells/f64.npy", Files.readAllBytes(inputs.resolve("f64.npy")));
+        server.put(BUCKET, "cells/f32.raw", Files.readAllBytes(inputs.resolve("f32.raw")));
     }
 
     @AfterAll
@@ -225,7 +227,16 @@ class NpyObjectTest {
                 .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(objectBytes / 2).build()) {
             RuntimeException tooLarge = assertThrows(RuntimeException.class,
                     () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(small).mapped().build());
-            assertTrue(tooLarge.getMessage().contains("optLimitBytes"), tooLarge.getMessage());
+            assertTrue(tooLarge.getMessage().contains("optLimitBytes") && tooLarge.getMessage().contains("lazy"),
+                    tooLarge.getMessage());
+            // refused from the object's size alone: nothing downloaded, nothing of the cache evicted for it
+            assertEquals(0, small.statistics().bytesDownloaded(), small.statistics().toString());
+        }
+        try (ObjectCache cache = cache()) {
+            // numpy's raw floats, not a .npy: named by its address
+            InvalidFileException notNpy = assertThrows(InvalidFileException.class,
+                    () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.raw").optCache(cache).mapped().build());
+            assertTrue(notNpy.getMessage().startsWith("s3:/" + BUCKET + "/cells/f32.raw"), notNpy.getMessage());
         }
         try (ObjectCache cache = cache()) {
             RuntimeException missing = assertThrows(RuntimeException.class,

@@ -4,7 +4,7 @@ package dev.memfit.io.cloud;
  * Counters of an {@link ObjectCache} since it was created; subtract two snapshots ({@link #minus}) for one epoch.
  *
  * @param hits blocks served from the local cache
- * @param misses blocks fetched from the server
+ * @param misses reads that went to the server: a block fetched, or an object's head read directly
  * @param bytesDownloaded bytes received from the server (resumed and retried transfers included)
  * @param bytesFromCache bytes copied out of verified cached blocks
  * @param secondsWaited time readers spent waiting for the server, summed over threads

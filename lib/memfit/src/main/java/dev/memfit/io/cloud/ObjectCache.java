@@ -71,10 +71,11 @@ import java.util.zip.CRC32C;
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
- * several missing blocks fetch them in parallel. One exception to "through blocks": reads within an object's first
- * {@value #HEADER_BYTES} bytes, while its first block is not cached, coming or announced (and is much larger than
- * that), go straight to the store, uncached, so that reading a header (of a {@code .npy}, of every MRC stack of a
- * listing, for {@code inspect}) costs one small request rather than a block.
+ * several missing blocks fetch them in parallel. One exception to "through blocks": the first read within an object's
+ * first {@value #HEADER_BYTES} bytes, while its first block is not cached, coming or announced (and is much larger
+ * than that), goes straight to the store, uncached and unchecked by a CRC (as any byte fresh from the server), so that
+ * reading a header (of a {@code .npy}, of every MRC stack of a listing, for {@code inspect}) costs one small request
+ * rather than a block.
  *
  * <pre>{@code
  * try (ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.fromEnvironment())
@@ -152,6 +153,8 @@ public final class ObjectCache implements Storage {
      * mapped, which outlives the deletion on POSIX file systems).
      */
     private final Map<Path, Integer> pinned = new ConcurrentHashMap<>();
+    /** Object versions whose head was read directly once ({@link #readDirect}). */
+    private final Set<ObjectInfo> directHeads = ConcurrentHashMap.newKeySet();
 
     private ObjectCache(Builder settings) {
         this.store = settings.store;
@@ -449,14 +452,16 @@ public final class ObjectCache implements Storage {
      * Reads bytes of an object's head, while its first block is neither cached, coming nor announced, straight from
      * the store with one small range request instead of downloading the whole block first: a header (a {@code .npy}'s,
      * each MRC stack's of a listing, an inspected file's) costs a round trip, not a block of megabytes, and a cold
-     * epoch's blocks all download in parallel with the epoch. These bytes are not cached (the head is read again,
-     * directly, until the block is); the request is pinned to the version like any other.
+     * epoch's blocks all download in parallel with the epoch. Once per object version and cache: a reader that goes
+     * on reading the head in small pieces (a text parser) then gets the block, as it would pay a round trip per piece
+     * otherwise. These bytes are not cached; the request is pinned to the version like any other.
      *
      * @return false when the first block is there, coming, or announced (read it through the cache)
      */
     private boolean readDirect(Resolved object, long position, MemorySegment into) {
         Path file = object.blockFile(0);
-        if (handles.containsKey(file) || inFlight.containsKey(file) || announced.contains(file) || Files.exists(file)) {
+        if (handles.containsKey(file) || inFlight.containsKey(file) || announced.contains(file) || Files.exists(file)
+                || !directHeads.add(object.info)) {
             return false;
         }
         long start = System.nanoTime();
@@ -1037,6 +1042,12 @@ public final class ObjectCache implements Storage {
      */
     public StagedObject stage(ObjectUri uri) {
         ObjectInfo info = open(uri);
+        if (info.size() > limitBytes) {
+            // refused before any download: fetching its blocks first would evict everything else for nothing
+            throw new MemfitException(uri + " (" + info.size() + " bytes) cannot be staged in the cache " + folder
+                    + ", limited to " + limitBytes + " bytes; raise the limit (MEMFIT_CACHE_LIMIT, "
+                    + "ObjectCache.builder().optLimitBytes) or read it in blocks (Datasets.npy(uri).lazy(threads))");
+        }
         Path entry = entry(info);
         Path staged = entry.resolve(STAGED);
         Path note = entry.resolve(STAGED_NOTE);
@@ -1290,14 +1301,17 @@ public final class ObjectCache implements Storage {
             if (next == null) {
                 return;
             }
-            announced.remove(next.file());
             if (fetchedBeforeTheirTurn.remove(next.file()) || handles.containsKey(next.file())
                     || inFlight.containsKey(next.file()) || Files.exists(next.file())) {
+                announced.remove(next.file());
                 continue;
             }
-            // registered before the task starts, so that the batch's other records in this block find it in flight
+            // registered before the task starts, so that the batch's other records in this block find it in flight,
+            // and before it stops counting as announced, so that a reader always sees it as one or the other
             CompletableFuture<Void> mine = new CompletableFuture<>();
-            if (inFlight.putIfAbsent(next.file(), mine) != null) {
+            boolean registered = inFlight.putIfAbsent(next.file(), mine) == null;
+            announced.remove(next.file());
+            if (!registered) {
                 continue;
             }
             try {

@@ -220,6 +220,9 @@ public final class Star {
             private final java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
             private final java.lang.foreign.MemorySegment buffer = arena.allocate(1 << 20);
             private long position;
+            /** The file's bytes [bufferStart, bufferStart + buffered) are in the buffer. */
+            private long bufferStart;
+            private long buffered;
 
             @Override
             public int read() {
@@ -232,10 +235,15 @@ public final class Star {
                 if (position >= size) {
                     return -1;
                 }
-                int n = (int) Math.min(Math.min(length, buffer.byteSize()), size - position);
-                java.lang.foreign.MemorySegment part = buffer.asSlice(0, n);
-                storage.read(file, position, part);
-                java.lang.foreign.MemorySegment.copy(part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, into, offset, n);
+                if (position >= bufferStart + buffered) {
+                    // one storage read per MiB, whatever size the decoder asks for (8 KiB): a request each otherwise
+                    bufferStart = position;
+                    buffered = Math.min(buffer.byteSize(), size - position);
+                    storage.read(file, position, buffer.asSlice(0, buffered));
+                }
+                int n = (int) Math.min(length, bufferStart + buffered - position);
+                java.lang.foreign.MemorySegment.copy(buffer, java.lang.foreign.ValueLayout.JAVA_BYTE,
+                        position - bufferStart, into, offset, n);
                 position += n;
                 return n;
             }

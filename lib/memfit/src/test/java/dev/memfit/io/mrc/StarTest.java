@@ -115,6 +115,52 @@ class StarTest {
     }
 
     @Test
+    void aLargeStarThroughAStorageIsReadInRequestsOfOneMebibyte() throws IOException {
+        Path star = dir.resolve("large.star");
+        StringBuilder text = new StringBuilder("data_particles\nloop_\n_rlnImageName #1\n_rlnDefocusU #2\n");
+        for (int i = 0; i < 60_000; i++) {
+            text.append(String.format("%06d@stacks/stack_%03d.mrcs %.2f%n", i % 1000 + 1, i / 1000, 10000 + i * 0.25));
+        }
+        Files.writeString(star, text);
+        long size = Files.size(star);
+        assertTrue(size > 2 * (1 << 20), "the listing spans 3 reads: " + size);
+        java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+        List<List<String>> rows = new java.util.ArrayList<>();
+        try (dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local()) {
+            dev.memfit.io.storage.Storage counting = new dev.memfit.io.storage.Storage() {
+                @Override
+                public void read(Path file, long position, MemorySegment into) {
+                    reads.incrementAndGet();
+                    local.read(file, position, into);
+                }
+
+                @Override
+                public long size(Path file) {
+                    return local.size(file);
+                }
+
+                @Override
+                public String describe() {
+                    return "counted " + local.describe();
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+            Star.read(star, counting, new Star.Handler() {
+                @Override
+                public void row(List<String> values, long line) {
+                    rows.add(List.copyOf(values)); // the parser reuses its list
+                }
+            });
+        }
+        // the decoder asks for 8 KiB at a time; the storage sees one request per MiB
+        assertEquals((size + (1 << 20) - 1) >> 20, reads.get());
+        assertEquals(Star.read(star).getFirst().loop("_rlnImageName").rows(), rows);
+    }
+
+    @Test
     void readsBlocksLoopsPairsAndQuotes() throws IOException {
         Path star = dir.resolve("model.star");
         Files.writeString(star, "\uFEFFdata_\r\n_rlnVersion 30001  # trailing\r\n_rlnTitle 'a \"quoted\" title'\r\n"
