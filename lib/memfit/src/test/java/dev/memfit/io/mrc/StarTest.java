@@ -2,6 +2,7 @@ package dev.memfit.io.mrc;
 
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
+import dev.memfit.ObservedStorage;
 import dev.memfit.PythonPeer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -119,35 +120,15 @@ class StarTest {
         Path star = dir.resolve("large.star");
         StringBuilder text = new StringBuilder("data_particles\nloop_\n_rlnImageName #1\n_rlnDefocusU #2\n");
         for (int i = 0; i < 60_000; i++) {
-            text.append(String.format("%06d@stacks/stack_%03d.mrcs %.2f%n", i % 1000 + 1, i / 1000, 10000 + i * 0.25));
+            text.append(String.format(java.util.Locale.ROOT, "%06d@stacks/stack_%03d.mrcs %.2f%n", i % 1000 + 1, i / 1000, 10000 + i * 0.25));
         }
         Files.writeString(star, text);
         long size = Files.size(star);
         assertTrue(size > 2 * (1 << 20), "the listing spans 3 reads: " + size);
         java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
         List<List<String>> rows = new java.util.ArrayList<>();
-        try (dev.memfit.io.storage.Storage local = dev.memfit.io.storage.Storage.local()) {
-            dev.memfit.io.storage.Storage counting = new dev.memfit.io.storage.Storage() {
-                @Override
-                public void read(Path file, long position, MemorySegment into) {
-                    reads.incrementAndGet();
-                    local.read(file, position, into);
-                }
-
-                @Override
-                public long size(Path file) {
-                    return local.size(file);
-                }
-
-                @Override
-                public String describe() {
-                    return "counted " + local.describe();
-                }
-
-                @Override
-                public void close() {
-                }
-            };
+        try (ObservedStorage counting = new ObservedStorage(dev.memfit.io.storage.Storage.local(), "counted",
+                (file, position, into) -> reads.incrementAndGet())) {
             Star.read(star, counting, new Star.Handler() {
                 @Override
                 public void row(List<String> values, long line) {
