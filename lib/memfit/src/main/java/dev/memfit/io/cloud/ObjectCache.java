@@ -465,12 +465,7 @@ public final class ObjectCache implements Storage {
             return false;
         }
         long start = System.nanoTime();
-        try {
-            fetchSlots.acquire();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MemfitException("interrupted while waiting to read " + object.info.uri(), e);
-        }
+        acquireFetchSlot(object.info);
         try {
             store.read(object.info.uri(), object.info.etag(), position, into);
         } finally {
@@ -746,12 +741,7 @@ public final class ObjectCache implements Storage {
     private void download(ObjectInfo info, Path entry, long block, Path file) {
         long length = blockLength(info, block);
         int pieces = pieces(length);
-        try {
-            fetchSlots.acquire();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MemfitException("interrupted while waiting to fetch a block of " + info.uri(), e);
-        }
+        acquireFetchSlot(info);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment bytes = arena.allocate(length);
             store.read(info.uri(), info.etag(), block * blockBytes, bytes);
@@ -788,6 +778,16 @@ public final class ObjectCache implements Storage {
         } finally {
             // held until the block is in place: it also bounds the blocks held in memory and in temporary files
             fetchSlots.release();
+        }
+    }
+
+    /** Takes one of the {@code optParallelRequests} slots every request to the store holds while it runs. */
+    private void acquireFetchSlot(ObjectInfo info) {
+        try {
+            fetchSlots.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new MemfitException("interrupted while waiting to read " + info.uri(), e);
         }
     }
 
