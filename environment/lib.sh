@@ -53,19 +53,26 @@ memfit_system_packages() {
     fi
 }
 
-# The browser test's packages (./memfit test only): Debian's chromium and its driver, which Selenium is pointed at so
-# that it never downloads a browser or a driver.
-memfit_browser_packages() {
-    [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && return 0
+# The test suite's Debian packages (./memfit test only): chromium and its driver, which Selenium is pointed at so that
+# it never downloads a browser or a driver; RELION, whose own projects the particle tests read; zarr, which writes the
+# AnnData stores the zarr tests read.
+MEMFIT_TEST_APT_PACKAGES="chromium chromium-driver relion python3-zarr"
+memfit_test_packages() {
+    local missing=()
+    [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || missing+=(chromium)
+    [ -x /usr/bin/relion_refine ] || missing+=(relion)
+    /usr/bin/python3 -c "import zarr" 2>/dev/null || missing+=(zarr)
+    [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "memfit: installing Debian packages chromium chromium-driver (for the browser test) ..."
+        echo "memfit: installing Debian packages for the tests (${missing[*]}) ..."
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -q >/dev/null || memfit_die "apt-get update failed"
-        apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null \
-            || memfit_die "apt-get install failed for: chromium chromium-driver"
+        # shellcheck disable=SC2086
+        apt-get install -y -q --no-install-recommends $MEMFIT_TEST_APT_PACKAGES >/dev/null \
+            || memfit_die "apt-get install failed for: $MEMFIT_TEST_APT_PACKAGES"
     else
-        memfit_die "the browser test needs Debian's chromium and chromium-driver. Install them with:
-  sudo apt-get install chromium chromium-driver"
+        memfit_die "the tests need Debian's ${missing[*]}. Install them with:
+  sudo apt-get install $MEMFIT_TEST_APT_PACKAGES"
     fi
 }
 

@@ -47,9 +47,14 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object instead of a table")
     private boolean json;
 
+    @Option(names = "--datadir", paramLabel = "DIR", description = "for a .star or .txt listing: the folder its relative "
+            + "stack names start from (cryoDRGN's --datadir); by default they are looked for under the listing's folder, "
+            + "then each folder above it (a RELION project's), then the working folder")
+    private Path datadir;
+
     @Override
     public Integer call() throws IOException {
-        Map<String, Object> facts = inspect(file);
+        Map<String, Object> facts = inspect(file, datadir);
         if (json) {
             System.out.println(new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS).writeValueAsString(facts));
         } else {
@@ -64,11 +69,25 @@ final class InspectCommand implements Callable<Integer> {
      * of its values (streamed, never loaded whole).
      *
      * @param file the file
+     * @param datadir where a listing's relative stack names point, or null to search
      * @return name to value
      */
-    static Map<String, Object> inspect(Path file) {
+    static Map<String, Object> inspect(Path file, Path datadir) {
         if (ObjectUri.isObject(file.toString())) {
+            if (datadir != null) {
+                throw new MemfitException("--datadir is for local listings; in a bucket, relative stack names are looked "
+                        + "for under the listing's prefix and each prefix above it");
+            }
             return inspectObject(ObjectUri.of(file));
+        }
+        if (datadir != null) {
+            Formats.DataFile data = Formats.particles(file, datadir);
+            Map<String, Object> facts = new LinkedHashMap<>();
+            facts.put("file", file.toString());
+            facts.putAll(data.facts());
+            facts.put("size_on_disk", data.bytesOnDisk());
+            facts.put("sum", sumLocal(ParticleStack.open(file, datadir)));
+            return facts;
         }
         Formats.DataFile data = Datasets.describe(file);   // shard folders too
         Map<String, Object> facts = new LinkedHashMap<>();

@@ -70,13 +70,14 @@ public final class ParticleDataset extends RecordDataset {
     }
 
     /**
-     * Resolves relative stack paths against this folder instead of the listing's (cryoDRGN's {@code --datadir}).
+     * Resolves relative stack paths against this folder (cryoDRGN's {@code --datadir}), then by their file names alone
+     * there, instead of searching the listing's folder and the folders above it (a RELION project's).
      * For a listing in a bucket, give the folder as a path of the form {@code ObjectUri.parse("s3://b/p/").toPath()}.
      *
      * @param folder the folder
      * @return this step
      */
-    public ParticleDataset optDatadir(Path folder) {
+    public ParticleDataset optDataDir(Path folder) {
         this.datadir = folder;
         return this;
     }

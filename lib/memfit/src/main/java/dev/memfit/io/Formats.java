@@ -195,24 +195,7 @@ public final class Formats {
         Map<String, Object> facts = new LinkedHashMap<>();
         return switch (format) {
             case NPY -> npy(path, Npy.readHeader(path), size(List.of(path)));
-            case MRC, STACK_LIST, STAR -> {
-                ParticleStack stack = ParticleStack.open(path);
-                boolean single = format == Format.MRC;
-                MrcHeader header = stack.header(0);
-                facts.put("format", single ? "MRC2014 mode " + MrcHeader.mode(header.dtype())
-                        : format.description() + ", " + stack.files().size() + " stack(s)");
-                facts.put("images", stack.size());
-                facts.put("image_shape", new long[]{stack.height(), stack.width()});
-                facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT));
-                facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
-                facts.put("voxel_size", header.voxelSize());
-                if (single) {
-                    facts.put("extended_header", header.extendedHeaderBytes());
-                }
-                facts.put("image_bytes", stack.fileBytes());
-                yield new DataFile(path, format, stack.size(), new long[]{stack.height(), stack.width()}, header.dtype(),
-                        size(stack.files()), facts);
-            }
+            case MRC, STACK_LIST, STAR -> particles(path, null);
             case H5AD -> openH5ad(path, path);
             case PACKED_HDF5 -> {
                 PackedFile packed = PackedFile.open(path);
@@ -232,6 +215,44 @@ public final class Formats {
             case SHARDS -> throw new MemfitException(path + ": a shard folder; open it with dev.memfit.shard.ShardStore "
                     + "or Datasets.shards(folder), which check its metadata and checksums");
         };
+    }
+
+    /**
+     * Describes a particle stack, a {@code .txt} list of stacks or a RELION {@code .star} file, from headers only, its
+     * relative stack names resolved as {@link ParticleStack#open(Path, Path)} resolves them; the facts say under which
+     * folder ({@code stacks_under}).
+     *
+     * @param path the stack or listing
+     * @param datadir the folder relative names point into (cryoDRGN's {@code --datadir}), or null to search the
+     *        listing's folder and those above it
+     * @return the description
+     */
+    public static DataFile particles(Path path, Path datadir) {
+        Format format = detect(path);
+        if (format != Format.MRC && format != Format.STACK_LIST && format != Format.STAR) {
+            throw new MemfitException(path + ": expected a particle stack (.mrcs), a list of stacks (.txt) or a RELION "
+                    + ".star file, found " + format.description());
+        }
+        Map<String, Object> facts = new LinkedHashMap<>();
+        ParticleStack stack = ParticleStack.open(path, datadir);
+        boolean single = format == Format.MRC;
+        MrcHeader header = stack.header(0);
+        facts.put("format", single ? "MRC2014 mode " + MrcHeader.mode(header.dtype())
+                : format.description() + ", " + stack.files().size() + " stack(s)");
+        facts.put("images", stack.size());
+        facts.put("image_shape", new long[]{stack.height(), stack.width()});
+        facts.put("dtype", header.dtype().name().toLowerCase(Locale.ROOT));
+        facts.put("byte_order", byteOrder(header.dtype(), header.byteOrder()));
+        facts.put("voxel_size", header.voxelSize());
+        if (single) {
+            facts.put("extended_header", header.extendedHeaderBytes());
+        }
+        facts.put("image_bytes", stack.fileBytes());
+        if (stack.stackRoot() != null) {
+            facts.put("stacks_under", stack.stackRoot());
+        }
+        return new DataFile(path, format, stack.size(), new long[]{stack.height(), stack.width()}, header.dtype(),
+                size(stack.files()), facts);
     }
 
     /**

@@ -114,8 +114,10 @@ class ParticleSourcesTest {
         Path star = dir.resolve("set/missing.star");
         Files.writeString(star, "data_\nloop_\n_rlnImageName #1\n1@particles_000.mrcs\n2@nowhere.mrcs\n");
         MemfitException e = assertThrows(MemfitException.class, () -> ParticleStack.open(star));
-        assertTrue(e.getMessage().contains("missing.star line 5: expected an existing stack, found no file"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("nowhere.mrcs"), e.getMessage());
+        assertTrue(e.getMessage().contains("missing.star line 5: expected an existing stack 'nowhere.mrcs', found none under "
+                + dir.resolve("set").toAbsolutePath().normalize() + ", " + dir.toAbsolutePath().normalize() + ", "), e.getMessage());
+        assertTrue(e.getMessage().contains("--datadir or optDataDir"), e.getMessage());
+        assertEquals(1, e.getMessage().lines().count(), e.getMessage());
     }
 
     @Test

@@ -22,9 +22,11 @@ import java.util.Map;
  * RELION {@code .star} file ({@code _rlnImageName} entries {@code index@file.mrcs}, index from 1, quoted when the
  * path holds spaces; read by {@link Star}, so comments, quoted values, the RELION 3.1+ optics table and CRLF lines
  * are understood, and a row with a missing or extra value fails with its line number). When several blocks have an
- * {@code _rlnImageName} column, the one in {@code data_particles} is used. Relative paths are
- * resolved against the listing's folder, or against {@code datadir} when given. Every file is checked up front
- * (header, size, image indices), so a bad entry fails at open time with its file and line, not mid-training.
+ * {@code _rlnImageName} column, the one in {@code data_particles} is used. A relative stack name is looked for under
+ * the listing's folder, then each folder above it, then the working folder, as a STAR file inside a RELION job folder
+ * names its stacks from the project folder; or under {@code datadir} when given (then by its file name alone there,
+ * as cryoDRGN does). {@link #stackRoot()} says which folder was used. Every file is checked up front (header, size,
+ * image indices), so a bad entry fails at open time with its file and line, not mid-training.
  */
 public final class ParticleStack implements RecordIndex {
 
@@ -33,6 +35,8 @@ public final class ParticleStack implements RecordIndex {
     private final List<MrcHeader> headers;
     private final int[] fileOf;
     private final long[] imageOf;
+    /** Which folders relative names were resolved against, or null. */
+    private String stackRoot;
 
     private ParticleStack(Path source, List<Path> files, List<MrcHeader> headers, int[] fileOf, long[] imageOf) {
         this.source = source;
@@ -43,8 +47,8 @@ public final class ParticleStack implements RecordIndex {
     }
 
     /**
-     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file, resolving relative paths against the
-     * listing's folder.
+     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file, finding relative stack names under the
+     * listing's folder or a folder above it (a RELION project's).
      *
      * @param path the file
      * @return the stack
@@ -57,7 +61,7 @@ public final class ParticleStack implements RecordIndex {
      * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file.
      *
      * @param path the file
-     * @param datadir where relative paths point, or null for the listing's folder
+     * @param datadir where relative paths point, or null to search the listing's folder and those above it
      * @return the stack
      */
     public static ParticleStack open(Path path, Path datadir) {
@@ -67,23 +71,22 @@ public final class ParticleStack implements RecordIndex {
     /**
      * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file whose bytes (the listing's and the stacks'
      * headers) come from a storage, such as an object cache over a bucket: paths are then in the form
-     * {@code s3:/bucket/key}, and relative stack names resolve against the listing's prefix
-     * ({@code s3:/bucket/particles.star} and {@code Particles/a.mrcs} give {@code s3:/bucket/Particles/a.mrcs}).
+     * {@code s3:/bucket/key}, and relative stack names resolve against the listing's prefix or a prefix above it in
+     * the same bucket ({@code s3:/bucket/particles.star} and {@code Particles/a.mrcs} give
+     * {@code s3:/bucket/Particles/a.mrcs}).
      *
      * @param path the file or object
-     * @param datadir where relative paths point, or null for the listing's folder
+     * @param datadir where relative paths point, or null to search the listing's folder and those above it
      * @param storage where the bytes come from, or null for local files
      * @return the stack
      */
     public static ParticleStack open(Path path, Path datadir, dev.memfit.io.storage.Storage storage) {
         String name = path.getFileName().toString().toLowerCase(Locale.ROOT);
-        // an object's path (s3:/bucket/key) is not made absolute: that would put the working folder in front
-        Path base = datadir != null ? datadir : storage != null ? path.getParent() : path.toAbsolutePath().getParent();
-        if (name.endsWith(".star")) {
-            return fromStar(path, base, storage);
-        }
-        if (name.endsWith(".txt")) {
-            return fromList(path, base, storage);
+        if (name.endsWith(".star") || name.endsWith(".txt")) {
+            StackLocator locator = new StackLocator(path, datadir, storage);
+            ParticleStack stack = name.endsWith(".star") ? fromStar(path, locator, storage) : fromList(path, locator, storage);
+            stack.stackRoot = locator.description();
+            return stack;
         }
         if (Mrc.hasMrcExtension(path)) {
             MrcHeader header = storage == null ? Mrc.readHeader(path) : Mrc.readHeader(path, storage);
@@ -98,7 +101,7 @@ public final class ParticleStack implements RecordIndex {
                 + "RELION .star file, found another extension");
     }
 
-    private static ParticleStack fromList(Path list, Path base, dev.memfit.io.storage.Storage storage) {
+    private static ParticleStack fromList(Path list, StackLocator locator, dev.memfit.io.storage.Storage storage) {
         List<String> lines = storage == null ? readLines(list) : readLines(list, storage);
         List<Path> files = new ArrayList<>();
         List<MrcHeader> headers = new ArrayList<>();
@@ -108,8 +111,8 @@ public final class ParticleStack implements RecordIndex {
             if (entry.isEmpty() || entry.startsWith("#")) {
                 continue;
             }
-            Path file = resolve(base, entry, list, line + 1, storage);
-            headers.add(headerOf(file, list, line + 1, storage));
+            Path file = locator.locate(entry, line + 1);
+            headers.add(headerOf(file, storage));
             files.add(file);
             total += headers.getLast().nz();
             if (total > MAX_PARTICLES) {
@@ -133,7 +136,7 @@ public final class ParticleStack implements RecordIndex {
         return check(new ParticleStack(list, files, headers, fileOf, imageOf));
     }
 
-    private static ParticleStack fromStar(Path star, Path base, dev.memfit.io.storage.Storage storage) {
+    private static ParticleStack fromStar(Path star, StackLocator locator, dev.memfit.io.storage.Storage storage) {
         ImageTables tables = new ImageTables(star);
         if (storage == null) {
             Star.read(star, tables);
@@ -147,10 +150,9 @@ public final class ParticleStack implements RecordIndex {
         long[] imageOf = new long[names.count];
         int[] fileOfName = new int[names.paths.size()];
         for (int p = 0; p < fileOfName.length; p++) {
-            Path file = resolve(base, names.paths.get(p), star, names.firstLine[p], storage);
-            final long line = names.firstLine[p];
+            Path file = locator.locate(names.paths.get(p), names.firstLine[p]);
             fileOfName[p] = fileIndex.computeIfAbsent(file, path -> {
-                headers.add(headerOf(path, star, line, storage));
+                headers.add(headerOf(path, storage));
                 return headers.size() - 1;
             });
         }
@@ -325,30 +327,9 @@ public final class ParticleStack implements RecordIndex {
         }
     }
 
-    private static Path resolve(Path base, String name, Path listing, long line, dev.memfit.io.storage.Storage storage) {
-        try {
-            // an object's key has no "." or ".." of its own: fold them as a folder would
-            return storage == null ? base.resolve(name) : base.resolve(name).normalize();
-        } catch (java.nio.file.InvalidPathException e) {
-            throw new InvalidFileException(listing, -1, "on line " + line + " a valid path", "'" + name + "' ("
-                    + e.getReason() + ")");
-        }
-    }
-
-    private static MrcHeader headerOf(Path file, Path listing, long line, dev.memfit.io.storage.Storage storage) {
-        if (storage != null) {
-            try {
-                storage.size(file);
-            } catch (MemfitException e) {
-                throw new MemfitException(listing + " line " + line + ": expected an existing stack, found none at "
-                        + file + " (" + e.getMessage() + ")", e);
-            }
-            return Mrc.readHeader(file, storage);
-        }
-        if (!Files.exists(file)) {
-            throw new MemfitException(listing + " line " + line + ": expected an existing stack, found no file " + file);
-        }
-        return Mrc.readHeader(file);
+    /** The header of a stack the locator found. */
+    private static MrcHeader headerOf(Path file, dev.memfit.io.storage.Storage storage) {
+        return storage == null ? Mrc.readHeader(file) : Mrc.readHeader(file, storage);
     }
 
     private static ParticleStack check(ParticleStack stack) {
@@ -428,6 +409,17 @@ public final class ParticleStack implements RecordIndex {
     @Override
     public Path source() {
         return source;
+    }
+
+    /**
+     * Which folders relative stack names were found under, and why: for a STAR file in a RELION job folder, the
+     * project folder above it.
+     *
+     * @return such as {@code /data/project (2 folders above the listing; RELION names paths from its project folder)},
+     *         or null for a single stack or a listing of absolute paths only
+     */
+    public String stackRoot() {
+        return stackRoot;
     }
 
     /**
