@@ -52,9 +52,13 @@ final class InspectCommand implements Callable<Integer> {
             + "then each folder above it (a RELION project's), then the working folder")
     private Path datadir;
 
+    @Option(names = "--layer", defaultValue = "X", paramLabel = "MATRIX", description = "for an .h5ad: the matrix read, "
+            + "X (default), raw/X or a layer such as counts (layers/counts); the description lists the file's matrices")
+    private String layer;
+
     @Override
     public Integer call() throws IOException {
-        Map<String, Object> facts = inspect(file, datadir);
+        Map<String, Object> facts = inspect(file, datadir, layer);
         if (json) {
             System.out.println(new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS).writeValueAsString(facts));
         } else {
@@ -70,15 +74,16 @@ final class InspectCommand implements Callable<Integer> {
      *
      * @param file the file
      * @param datadir where a listing's relative stack names point, or null to search
+     * @param layer the matrix of an {@code .h5ad} read: X, raw/X or a layer
      * @return name to value
      */
-    static Map<String, Object> inspect(Path file, Path datadir) {
+    static Map<String, Object> inspect(Path file, Path datadir, String layer) {
         if (ObjectUri.isObject(file.toString())) {
             if (datadir != null) {
                 throw new MemfitException("--datadir is for local listings; in a bucket, relative stack names are looked "
                         + "for under the listing's prefix and each prefix above it");
             }
-            return inspectObject(ObjectUri.of(file));
+            return inspectObject(ObjectUri.of(file), layer);
         }
         if (datadir != null) {
             Formats.DataFile data = Formats.particles(file, datadir);
@@ -90,12 +95,18 @@ final class InspectCommand implements Callable<Integer> {
             return facts;
         }
         Formats.DataFile data = Datasets.describe(file);   // shard folders too
+        if (!layer.equals("X")) {
+            if (data.format() != Formats.Format.H5AD) {
+                throw new MemfitException("--layer is for an .h5ad; " + file + " is " + data.format().description());
+            }
+            data = Formats.openH5ad(file, file, layer);
+        }
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("file", file.toString());
         facts.putAll(data.facts());
         if (data.format() == Formats.Format.H5AD) {
             // one pass for both: for a dense X, nnz is the count of non-zero values, as numpy's count_nonzero
-            try (H5ad h5ad = H5ad.open(file)) {
+            try (H5ad h5ad = H5ad.builder().setFile(file).optLayer(layer).open()) {
                 H5ad.Totals totals = h5ad.totals();
                 if (!h5ad.sparse()) {
                     facts.put("nnz", totals.nonZeroValues());
@@ -116,7 +127,7 @@ final class InspectCommand implements Callable<Integer> {
      * like a local file; a stack or listing from its headers, then its images block by block; a shard folder
      * ({@code s3://bucket/shards/}) from its metadata, then shard by shard, each checked against its CRC32C.
      */
-    private static Map<String, Object> inspectObject(ObjectUri uri) {
+    private static Map<String, Object> inspectObject(ObjectUri uri, String layer) {
         try (ObjectCache cache = ObjectCache.fromEnvironment()) {
             Path path = uri.toPath();
             Map<String, Object> facts = new LinkedHashMap<>();
@@ -130,11 +141,17 @@ final class InspectCommand implements Callable<Integer> {
                 return facts;
             }
             Formats.DataFile data = Datasets.describe(uri, cache);
+            if (!layer.equals("X")) {
+                if (data.format() != Formats.Format.H5AD) {
+                    throw new MemfitException("--layer is for an .h5ad; " + uri + " is " + data.format().description());
+                }
+                data = Formats.openH5ad(cache.stage(uri).file(), uri.toPath(), layer);
+            }
             facts.putAll(data.facts());
             facts.put("size_on_disk", data.bytesOnDisk());
             switch (data.format()) {
                 case H5AD -> {
-                    try (H5ad h5ad = H5ad.open(cache.stage(uri).file())) {
+                    try (H5ad h5ad = H5ad.builder().setFile(cache.stage(uri).file()).optLayer(layer).open()) {
                         H5ad.Totals totals = h5ad.totals();
                         if (!h5ad.sparse()) {
                             facts.put("nnz", totals.nonZeroValues());

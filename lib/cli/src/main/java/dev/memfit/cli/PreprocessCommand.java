@@ -24,6 +24,10 @@ final class PreprocessCommand implements Callable<Integer> {
     @Option(names = "--target-sum", defaultValue = "10000", description = "counts per cell after normalization (default ${DEFAULT-VALUE})")
     private double targetSum;
 
+    @Option(names = "--layer", defaultValue = "X", description = "the matrix read: X (default), raw/X (raw counts, with "
+            + "the genes of raw/var), or a layer such as counts (layers/counts)")
+    private String layer;
+
     @Option(names = "--engine", defaultValue = "local", description = "local (this process) or spark (Apache Spark: "
             + "./memfit puts its jars and flags on the class path; options --master local[*] and --conf KEY=VALUE)")
     private String engine;
@@ -38,7 +42,7 @@ final class PreprocessCommand implements Callable<Integer> {
             throw new MemfitException("--engine: expected local or spark, found '" + engine + "'");
         }
         Preprocess.Result result = Preprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
-                .optTargetSum(targetSum).run(output);
+                .optTargetSum(targetSum).optLayer(layer).run(output);
         System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p%n",
                 result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum);
         return 0;

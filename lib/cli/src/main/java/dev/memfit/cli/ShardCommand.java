@@ -49,6 +49,10 @@ final class ShardCommand implements Callable<Integer> {
             + "source's size on disk); default: sparse for a sparse X, dense for a dense X")
     private String layout;
 
+    @Option(names = "--layer", defaultValue = "X", description = "the matrix read: X (default), raw/X (raw counts, with "
+            + "the genes of raw/var), or a layer such as counts (layers/counts)")
+    private String layer;
+
     @Option(names = "--top-genes", description = "use the n genes with the largest total counts as the vocabulary")
     private Integer topGenes;
 
@@ -105,12 +109,12 @@ final class ShardCommand implements Callable<Integer> {
                 if (vocabulary != null) {
                     genes = GeneVocabulary.read(vocabulary);
                 } else if (topGenes != null) {
-                    try (H5ad h5ad = H5ad.open(input)) {
+                    try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).open()) {
                         genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
                     }
                 }
                 result = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(genes)
-                        .optLayout(layout == null ? null : ShardLayout.of(layout)).write(output);
+                        .optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer).write(output);
             }
         } catch (RuntimeException | Error e) {
             if (fresh) {

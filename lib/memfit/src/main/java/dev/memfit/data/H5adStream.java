@@ -59,6 +59,8 @@ final class H5adStream implements Loader.Pipeline {
     private final NativeMemory.Reservation reservation;
     private final boolean dropLast;
     private final int prefetch;
+    /** The matrix read: X, raw/X or layers/NAME. */
+    private final String layer;
     /** What descriptions name: the file's name, or the object's address when the file is a staged object. */
     private String name;
     /** Closed with the stream: the pin and cache of a staged object; null for a local file. */
@@ -66,13 +68,16 @@ final class H5adStream implements Loader.Pipeline {
 
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
                boolean dropLast) {
-        this(file, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true);
+        this(file, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true, "X");
     }
 
-    /** As above; {@code sparseAllowed} false keeps dense rows in the buffer whatever X is (tests compare the two). */
+    /**
+     * As above; {@code sparseAllowed} false keeps dense rows in the buffer whatever X is (tests compare the two);
+     * {@code layer} is the matrix read ({@link H5ad.Builder#optLayer}).
+     */
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
-               boolean dropLast, boolean sparseAllowed) {
-        H5ad reader = H5ad.open(file);
+               boolean dropLast, boolean sparseAllowed, String layer) {
+        H5ad reader = H5ad.builder().setFile(file).optLayer(layer).open();
         this.cells = reader.observations();
         this.genes = reader.variables();
         if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1
@@ -91,6 +96,7 @@ final class H5adStream implements Loader.Pipeline {
         this.dropLast = dropLast;
         this.prefetch = prefetch;
         this.name = file.getFileName().toString();
+        this.layer = reader.layer();
         this.slots = Math.addExact(bufferCells, Math.multiplyExact(prefetch, chunkSize));
         ShuffleBuffer.Sparse sparse;
         try {
@@ -110,7 +116,7 @@ final class H5adStream implements Loader.Pipeline {
         }
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
-            H5ad opened = H5ad.open(file);
+            H5ad opened = H5ad.builder().setFile(file).optLayer(layer).open();
             synchronized (handles) {
                 handles.add(opened);
             }
@@ -150,7 +156,7 @@ final class H5adStream implements Loader.Pipeline {
 
     @Override
     public String describe() {
-        return "stream of " + name + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
+        return "stream of " + name + (layer.equals("X") ? "" : " " + layer) + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
                 + ", shuffle buffer " + bufferCells + ", " + threads + (threads == 1 ? " thread)" : " threads)");
     }
 
@@ -185,7 +191,7 @@ final class H5adStream implements Loader.Pipeline {
 
     @Override
     public String fingerprint() {
-        return name + " (" + cells + " cells x " + genes + " genes)";
+        return name + (layer.equals("X") ? "" : " " + layer) + " (" + cells + " cells x " + genes + " genes)";
     }
 
     @Override

@@ -43,6 +43,8 @@ public final class H5adStreamBuilder implements Loader.Builder {
     private boolean dropLast;
     private boolean sparseBuffer = true;
 
+    private String layer = "X";
+
     H5adStreamBuilder(Path file) {
         this.file = file;
         this.object = null;
@@ -68,6 +70,18 @@ public final class H5adStreamBuilder implements Loader.Builder {
         }
         this.cache = java.util.Objects.requireNonNull(objects, "cache; leave optCache out to use "
                 + "ObjectCache.fromEnvironment()");
+        return this;
+    }
+
+    /**
+     * Reads another matrix of the file as X: {@code raw/X} (raw counts beside a normalized X, with their own genes) or
+     * a layer ({@code counts} or {@code layers/counts}); default {@code X}.
+     *
+     * @param layer the matrix
+     * @return this builder
+     */
+    public H5adStreamBuilder optLayer(String layer) {
+        this.layer = java.util.Objects.requireNonNull(layer, "layer; leave optLayer out to read X");
         return this;
     }
 
@@ -183,7 +197,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
         int ahead = prefetch == null ? Math.max(2, threads) : prefetch;
         if (object == null) {
             return new Loader(new H5adStream(file, chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
-                    sparseBuffer)).resumingFrom(resumeFrom);
+                    sparseBuffer, layer)).resumingFrom(resumeFrom);
         }
         // the whole object, verified, as a local file that the mapped reader reads unchanged; pinned (and the cache
         // kept open) until the loader closes
@@ -191,7 +205,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
         H5adStream stream;
         try {
             stream = new H5adStream(staged.file(), chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
-                    sparseBuffer).stagedFrom(object.toString(), staged);
+                    sparseBuffer, layer).stagedFrom(object.toString(), staged);
         } catch (RuntimeException e) {
             staged.close();
             throw e;

@@ -264,9 +264,23 @@ public final class Formats {
      * @return the description
      */
     public static DataFile openH5ad(Path file, Path shownAs) {
+        return openH5ad(file, shownAs, "X");
+    }
+
+    /**
+     * Describes one matrix of an {@code .h5ad} ({@code X}, {@code raw/X} or a layer, as
+     * {@link H5ad.Builder#optLayer} names it) from its metadata; the facts list the file's other matrices.
+     *
+     * @param file the local file
+     * @param shownAs the path the description names
+     * @param layer the matrix described
+     * @return the description
+     */
+    public static DataFile openH5ad(Path file, Path shownAs, String layer) {
         Map<String, Object> facts = new LinkedHashMap<>();
-        try (H5ad h5ad = H5ad.open(file)) {
-            facts.put("format", "AnnData .h5ad, X " + switch (h5ad.layout()) {
+        try (H5ad h5ad = H5ad.builder().setFile(file).optLayer(layer).open()) {
+            String matrix = h5ad.layer();
+            facts.put("format", "AnnData .h5ad, " + matrix + " " + switch (h5ad.layout()) {
                 case CSR -> "CSR";
                 case DENSE -> "dense";
                 // rows of a CSC X cost a transpose: say so before anyone streams it
@@ -274,6 +288,7 @@ public final class Formats {
                         h5ad.storedValues());
             });
             facts.put("x_layout", h5ad.layout().toString());
+            facts.put("dtype", h5ad.storedType().name().toLowerCase(Locale.ROOT));
             facts.put("n_obs", h5ad.observations());
             facts.put("n_vars", h5ad.variables());
             if (h5ad.sparse()) {
@@ -282,6 +297,12 @@ public final class Formats {
                 // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
                 // read only knows that every value is stored
                 facts.put("stored_values", h5ad.storedValues());
+            }
+            Map<String, String> matrices = h5ad.matrices();
+            if (matrices.size() > 1) {
+                // raw counts and layers a user may want instead (--layer / optLayer)
+                facts.put("matrices", String.join("; ", matrices.entrySet().stream()
+                        .map(entry -> entry.getKey() + ": " + entry.getValue()).toList()));
             }
             facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
             return new DataFile(shownAs, Format.H5AD, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,

@@ -84,8 +84,22 @@ public final class Preprocess {
         private double targetSum = 1e4;
         private ProgressListener progress = ProgressListener.console();
         private long blockRows;
+        private String layer = "X";
 
         private Builder() {
+        }
+
+        /**
+         * Sets the matrix preprocessed (default {@code X}): {@code raw/X} or a layer such as {@code counts}, for files
+         * whose X already holds normalized values and keep the counts beside it; the output's genes are that
+         * matrix's ({@code raw/var} for {@code raw/X}).
+         *
+         * @param matrix the matrix
+         * @return this builder
+         */
+        public Builder optLayer(String matrix) {
+            this.layer = matrix;
+            return this;
         }
 
         /**
@@ -172,7 +186,7 @@ public final class Preprocess {
          */
         public GeneStatistics statistics() {
             check();
-            try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
+            try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
                 Pass pass = pass(input, h5ad, targetSum);
                 pass.checkCells();
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress before the pass's
@@ -209,7 +223,7 @@ public final class Preprocess {
         ProgressListener listener = settings.progress;
         // the output is locked before pass one: a second run writing it fails at once, not after a pass over X
         try (OutputLock lock = OutputLock.acquire(output);
-             H5ad h5ad = H5ad.builder().setFile(input).optProgress(listener).open()) {
+             H5ad h5ad = H5ad.builder().setFile(input).optLayer(settings.layer).optProgress(listener).open()) {
             Pass pass = pass(input, h5ad, settings.targetSum);
             pass.checkCells();
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's

@@ -38,6 +38,8 @@ public final class ShardPlan implements Serializable {
     private final long shardSize;
     private final List<String> vocabulary;
     private final ShardLayout layout;
+    /** The matrix converted: X, raw/X or layers/NAME. */
+    private final String layer;
     /** Per shard: its input, its first row there and its cells. */
     private final int[] shardInput;
     private final long[] shardFirst;
@@ -63,6 +65,7 @@ public final class ShardPlan implements Serializable {
         this.shardSize = settings.shardSize;
         this.vocabulary = List.copyOf(vocabulary);
         this.layout = layout;
+        this.layer = settings.layer;
         long total = 0;
         for (long cells : inputCells) {
             total += Math.ceilDiv(cells, shardSize);
@@ -102,8 +105,21 @@ public final class ShardPlan implements Serializable {
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
         private ProgressListener progress = ProgressListener.silent();
+        private String layer = "X";
 
         private Builder() {
+        }
+
+        /**
+         * Sets the matrix of every input converted (default {@code X}): {@code raw/X} (raw counts beside a normalized
+         * X; the shards' genes are then {@code raw/var}'s) or a layer, {@code counts} or {@code layers/counts}.
+         *
+         * @param matrix the matrix
+         * @return this builder
+         */
+        public Builder optLayer(String matrix) {
+            this.layer = matrix;
+            return this;
         }
 
         /**
@@ -193,7 +209,8 @@ public final class ShardPlan implements Serializable {
             boolean anySparse = false;
             for (int i = 0; i < inputs.size(); i++) {
                 Path input = inputs.get(i);
-                try (H5ad h5ad = H5ad.builder().setFile(input).optProgress(progress).open()) {
+                try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
+                    layer = h5ad.layer();
                     anySparse |= h5ad.sparse();
                     inputGenes.add(h5ad.index("var"));
                     cells[i] = h5ad.observations();
@@ -306,6 +323,15 @@ public final class ShardPlan implements Serializable {
     }
 
     /**
+     * The matrix of the inputs converted.
+     *
+     * @return {@code X}, {@code raw/X} or {@code layers/NAME}
+     */
+    public String layer() {
+        return layer;
+    }
+
+    /**
      * The largest number of cells in a shard.
      *
      * @return the shard size
@@ -325,7 +351,7 @@ public final class ShardPlan implements Serializable {
     }
 
     Input open(int input, ProgressListener listener) {
-        return new Input(input, H5ad.builder().setFile(Path.of(inputs[input])).optProgress(listener).open());
+        return new Input(input, H5ad.builder().setFile(Path.of(inputs[input])).optLayer(layer).optProgress(listener).open());
     }
 
     /**
@@ -455,6 +481,10 @@ public final class ShardPlan implements Serializable {
         ObjectNode metadata = ShardWriter.JSON.createObjectNode();
         metadata.put("format_version", ShardWriter.FORMAT_VERSION);
         metadata.put("layout", layout.key());
+        if (!layer.equals("X")) {
+            // only when it is not X: folders written before layers existed still resume
+            metadata.put("layer", layer);
+        }
         if (inputs.length == 1) {
             metadata.put("source", inputs[0]);
             metadata.put("source_bytes", inputBytes[0]);

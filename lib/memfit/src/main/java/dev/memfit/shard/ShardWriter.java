@@ -114,6 +114,7 @@ public final class ShardWriter {
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
+        private String layer = "X";
         private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
@@ -179,6 +180,18 @@ public final class ShardWriter {
         }
 
         /**
+         * Sets the matrix converted (default {@code X}): {@code raw/X} or a layer such as {@code counts}
+         * ({@link ShardPlan.Builder#optLayer}).
+         *
+         * @param matrix the matrix
+         * @return this builder
+         */
+        public Builder optLayer(String matrix) {
+            this.layer = matrix;
+            return this;
+        }
+
+        /**
          * Sets where progress goes (default {@link ProgressListener#console()}), in cells.
          *
          * @param listener the listener, such as {@link ProgressListener#silent()}
@@ -215,15 +228,15 @@ public final class ShardWriter {
                 throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
                         + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
             }
-            return ShardWriter.write(inputs, outputDir, shardSize, vocabulary, layout, progress);
+            return ShardWriter.write(inputs, outputDir, shardSize, vocabulary, layout, layer, progress);
         }
     }
 
     private static Result write(List<Path> inputs, Path outputDir, long shardSize, GeneVocabulary vocabulary,
-                                ShardLayout requested, ProgressListener listener) {
+                                ShardLayout requested, String layer, ProgressListener listener) {
         // the inputs are opened and checked before the folder is touched: a file or settings refused here leave nothing
         ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
-                .optLayout(requested).optProgress(listener).plan();
+                .optLayout(requested).optLayer(layer).optProgress(listener).plan();
         ShardLayout layout = plan.layout();
         long cells = plan.cells();
         int shards = plan.shards();

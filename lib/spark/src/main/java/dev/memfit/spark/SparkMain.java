@@ -80,6 +80,9 @@ public final class SparkMain {
         @Option(names = "--vocab", description = "a JSON array of gene names: the columns of every shard")
         private Path vocabulary;
 
+        @Option(names = "--layer", defaultValue = "X", description = "the matrix read: X (default), raw/X, or a layer such as counts (layers/counts)")
+        private String layer;
+
         @Option(names = "--layout", description = "dense or sparse; default: sparse for a sparse X")
         private String layout;
 
@@ -96,7 +99,7 @@ public final class SparkMain {
         public Integer call() {
             SparkShards.Builder builder = SparkShards.builder().setInputs(inputs).optShardSize(shardSize).optMaster(master)
                     .optVocabulary(vocabulary == null ? null : GeneVocabulary.read(vocabulary))
-                    .optLayout(layout == null ? null : ShardLayout.of(layout));
+                    .optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer);
             if (tasks != null) {
                 builder.optTasks(tasks);
             }
@@ -129,6 +132,9 @@ public final class SparkMain {
             description = "Normalize, log1p and keep the highly variable genes on Apache Spark: the genes and values memfit preprocess writes.")
     static final class Preprocess implements Callable<Integer> {
 
+        @Option(names = "--layer", defaultValue = "X", description = "the matrix read: X (default), raw/X, or a layer such as counts (layers/counts)")
+        private String layer;
+
         @Option(names = "--input", required = true, description = "raw counts (.h5ad), on a file system every executor sees")
         private Path input;
 
@@ -150,7 +156,7 @@ public final class SparkMain {
         @Override
         public Integer call() {
             SparkPreprocess.Builder builder = SparkPreprocess.builder().setInput(input).optHighlyVariable(highlyVariable)
-                    .optTargetSum(targetSum).optMaster(master);
+                    .optTargetSum(targetSum).optMaster(master).optLayer(layer);
             settings(conf).forEach(builder::addConfig);
             dev.memfit.prep.Preprocess.Result result = builder.run(output);
             System.out.printf("wrote %s: %d cells x %d highly variable genes (of %d), normalized to %.0f counts, log1p (Spark)%n",

@@ -63,8 +63,20 @@ public final class SparkPreprocess {
         private long blockRows;
         private final SparkSessions spark = new SparkSessions();
         private ProgressListener progress = ProgressListener.console();
+        private String layer = "X";
 
         private Builder() {
+        }
+
+        /**
+         * Sets the matrix preprocessed (default {@code X}), as {@link Preprocess.Builder#optLayer}.
+         *
+         * @param matrix {@code X}, {@code raw/X} or a layer such as {@code counts}
+         * @return this builder
+         */
+        public Builder optLayer(String matrix) {
+            this.layer = matrix;
+            return this;
         }
 
         /**
@@ -196,8 +208,9 @@ public final class SparkPreprocess {
         Path parent = absolute.getParent();
         Path staging = parent.resolve(".spark-staging-" + absolute.getFileName() + "-" + UUID.randomUUID());
         String file = settings.input.toAbsolutePath().toString();
+        String layer = settings.layer;
         try (OutputLock lock = OutputLock.acquire(output);
-             H5ad h5ad = H5ad.builder().setFile(settings.input).optProgress(settings.progress).open()) {
+             H5ad h5ad = H5ad.builder().setFile(settings.input).optLayer(settings.layer).optProgress(settings.progress).open()) {
             Preprocess.Pass pass = pass(Path.of(file), h5ad, settings);
             pass.checkCells();
             long blockRows = pass.blockRows();
@@ -219,7 +232,7 @@ public final class SparkPreprocess {
                         h5ad.observations(), "cells")) {
                     try {
                         partial = context.parallelize(ranges, Math.max(1, ranges.size())).map(range -> {
-                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optProgress(ProgressListener.silent()).open();
+                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
                                  ProgressListener.Task silent = ProgressListener.silent().start("sums", 1, "cells")) {
                                 return Preprocess.pass(Path.of(file), reader, targetSum).optBlockRows(blockRows)
                                         .sums(range * span, span, silent);
@@ -247,7 +260,7 @@ public final class SparkPreprocess {
                         parts = context.parallelize(ranges, Math.max(1, ranges.size())).map(range -> {
                             Path part = Path.of(folder, String.format("part-%06d", range));
                             Path writing = Path.of(folder, String.format(".part-%06d.writing", range));
-                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optProgress(ProgressListener.silent()).open();
+                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
                                  ObjectOutputStream out = new ObjectOutputStream(new BufferedOutputStream(Files.newOutputStream(writing), 1 << 20))) {
                                 Preprocess.pass(Path.of(file), reader, targetSum).optBlockRows(blockRows)
                                         .forEachSelected(range * span, span, keep, slice -> {

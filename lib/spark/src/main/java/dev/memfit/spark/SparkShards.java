@@ -89,6 +89,7 @@ public final class SparkShards {
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
+        private String layer = "X";
         private Integer tasks;
         private final SparkSessions spark = new SparkSessions();
         private ProgressListener progress = ProgressListener.console();
@@ -137,6 +138,17 @@ public final class SparkShards {
          */
         public Builder optLayout(ShardLayout shardLayout) {
             this.layout = shardLayout;
+            return this;
+        }
+
+        /**
+         * Sets the matrix converted (default {@code X}), as {@link ShardPlan.Builder#optLayer}.
+         *
+         * @param matrix {@code X}, {@code raw/X} or a layer such as {@code counts}
+         * @return this builder
+         */
+        public Builder optLayer(String matrix) {
+            this.layer = matrix;
             return this;
         }
 
@@ -219,7 +231,7 @@ public final class SparkShards {
             }
             // every input opened and checked before the folder is touched
             ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
-                    .optLayout(layout).optProgress(progress).plan();
+                    .optLayout(layout).optLayer(layer).optProgress(progress).plan();
             return SparkShards.write(this, plan, outputDir);
         }
     }

@@ -85,6 +85,10 @@ public final class H5ad implements AutoCloseable {
     private final FileMapping mapping;
     /** Set for a CSC X only. */
     private final Csc csc;
+    /** The matrix read as X: {@code X}, {@code raw/X} or {@code layers/NAME}. */
+    private String layer = "X";
+    /** The dataframe of its columns: {@code var}, or {@code raw/var} for {@code raw/X}. */
+    private String varFrame = "var";
 
     /** How X is stored. */
     public enum Layout {
@@ -143,8 +147,22 @@ public final class H5ad implements AutoCloseable {
         private ProgressListener progress = ProgressListener.console();
         private Path scratch;
         private long budget = -1;
+        private String layer = "X";
 
         private Builder() {
+        }
+
+        /**
+         * Sets the matrix read as X (default {@code X}): {@code raw/X} (or {@code raw}: raw counts anndata keeps beside
+         * a normalized X, with their own genes in {@code raw/var}), or a layer, {@code layers/NAME} or just
+         * {@code NAME} (such as {@code counts}). Every read, the shape and {@code var} are then that matrix's.
+         *
+         * @param layer the matrix
+         * @return this builder
+         */
+        public Builder optLayer(String layer) {
+            this.layer = layer;
+            return this;
         }
 
         /**
@@ -212,10 +230,15 @@ public final class H5ad implements AutoCloseable {
             if (bytes < 192) {
                 throw new MemfitException("optTransposeBudget(" + bytes + "): give at least 192 bytes (256 MiB by default)");
             }
-            H5ad h5ad = H5ad.open(file, scratch == null ? CscTranspose.defaultScratch() : scratch, bytes, progress);
+            if (layer == null || layer.isBlank()) {
+                throw new MemfitException("optLayer(" + (layer == null ? "null" : "\"\"") + "): give X, raw/X or a layer's "
+                        + "name; leave it out for X");
+            }
+            H5ad h5ad = H5ad.open(file, matrixPath(layer), scratch == null ? CscTranspose.defaultScratch() : scratch,
+                    bytes, progress);
             try {
                 h5ad.checkFrame("obs", h5ad.observations, "n_obs");
-                h5ad.checkFrame("var", h5ad.variables, "n_vars");
+                h5ad.checkFrame(h5ad.varFrame, h5ad.variables, "n_vars");
                 return h5ad;
             } catch (RuntimeException e) {
                 h5ad.close();
@@ -240,7 +263,7 @@ public final class H5ad implements AutoCloseable {
 
     private void checkFrameShapes(String frame, long expected, String count) {
         try {
-            if (!(hdf.getChildren().get(frame) instanceof Group group)) {
+            if (!(child(hdf, frame) instanceof Group group)) {
                 return;   // index() and columns() refuse a missing frame when asked for it
             }
             String indexName = stringAttribute(group, "_index");
@@ -272,7 +295,83 @@ public final class H5ad implements AutoCloseable {
         }
     }
 
-    private static H5ad open(Path file, Path scratch, long budget, ProgressListener listener) {
+    /** The path in the file of the matrix a layer setting names: X, raw/X, or under layers/. */
+    static String matrixPath(String layer) {
+        String name = layer.strip();
+        if (name.startsWith("/")) {
+            name = name.substring(1);
+        }
+        return switch (name) {
+            case "X" -> "X";
+            case "raw", "raw/X" -> "raw/X";
+            default -> name.startsWith("layers/") ? name : "layers/" + name;
+        };
+    }
+
+    /**
+     * The matrices of a file that can be read as X ({@link Builder#optLayer}): {@code X}, {@code raw/X} and each
+     * {@code layers/NAME}, with their shapes and encodings, from the metadata only.
+     *
+     * @return matrix path to a description such as {@code 2700 x 32738 csr_matrix float32}
+     */
+    public Map<String, String> matrices() {
+        Map<String, String> found = new LinkedHashMap<>();
+        Hdf5.read(file, "/", () -> {
+            describeMatrix(found, "X", hdf.getChildren().get("X"));
+            if (hdf.getChildren().get("raw") instanceof Group raw) {
+                describeMatrix(found, "raw/X", raw.getChildren().get("X"));
+            }
+            if (hdf.getChildren().get("layers") instanceof Group layers) {
+                for (Map.Entry<String, Node> entry : layers.getChildren().entrySet()) {
+                    describeMatrix(found, "layers/" + entry.getKey(), entry.getValue());
+                }
+            }
+            return null;
+        });
+        return found;
+    }
+
+    private void describeMatrix(Map<String, String> found, String name, Node node) {
+        if (node instanceof Dataset dense && dense.getDimensions().length == 2) {
+            int[] dims = dense.getDimensions();
+            found.put(name, dims[0] + " x " + dims[1] + " dense " + Hdf5.typeName(dense.getDataType()));
+        } else if (node instanceof Group group) {
+            String encoding = stringAttribute(group, "encoding-type");
+            Attribute shapeAttribute = group.getAttribute("shape");
+            if (shapeAttribute != null && !shapeAttribute.isEmpty() && group.getChildren().get("data") instanceof Dataset values) {
+                long[] shape = longs(shapeAttribute.getData());
+                found.put(name, (shape.length == 2 ? shape[0] + " x " + shape[1] + " " : "") + encoding + " "
+                        + Hdf5.typeName(values.getDataType()));
+            }
+        }
+    }
+
+    /**
+     * The type X's values are stored in: float32, float64, or an integer type (counts stored as integers).
+     *
+     * @return the stored type of {@code X/data}, or of a dense X
+     */
+    public DType storedType() {
+        return dense != null ? dense.type : data.type;
+    }
+
+    /**
+     * The matrix read as X: {@code X}, {@code raw/X} or {@code layers/NAME}.
+     *
+     * @return its path in the file
+     */
+    public String layer() {
+        return layer;
+    }
+
+    private static H5ad open(Path file, String matrix, Path scratch, long budget, ProgressListener listener) {
+        H5ad h5ad = openMatrix(file, matrix, scratch, budget, listener);
+        h5ad.layer = matrix;
+        h5ad.varFrame = matrix.equals("raw/X") ? "raw/var" : "var";
+        return h5ad;
+    }
+
+    private static H5ad openMatrix(Path file, String matrix, Path scratch, long budget, ProgressListener listener) {
         if (!java.nio.file.Files.isRegularFile(file)) {
             throw new InvalidFileException(file, -1, "an .h5ad file", java.nio.file.Files.isDirectory(file) ? "a directory"
                     : java.nio.file.Files.exists(file) ? "not a regular file" : "no such file");
@@ -296,13 +395,21 @@ public final class H5ad implements AutoCloseable {
                 throw new InvalidFileException(file, -1, "an AnnData file (root attribute encoding-type=anndata, or an X)",
                         "encoding-type " + encoding + " and no X");
             }
-            if (x instanceof Dataset matrix) {
-                int[] dims = matrix.getDimensions();
+            if (!matrix.equals("X")) {
+                node = "/" + matrix;
+                x = child(hdf, matrix);
+                if (x == null) {
+                    throw new MemfitException(file + ": no matrix " + matrix + " to read as X; the file has "
+                            + String.join(", ", listMatrices(hdf)));
+                }
+            }
+            if (x instanceof Dataset denseMatrix) {
+                int[] dims = denseMatrix.getDimensions();
                 if (dims.length != 2) {
-                    throw new InvalidFileException(file, -1, "a two-dimensional X", "X of " + dims.length + " dimensions");
+                    throw new InvalidFileException(file, -1, "a two-dimensional " + matrix, matrix + " of " + dims.length + " dimensions");
                 }
                 mapping = FileMapping.of(file);
-                Vector values = new Vector(file, hdf, mapping, matrix, cache);
+                Vector values = new Vector(file, hdf, mapping, denseMatrix, cache);
                 if (values.chunked != null) {
                     // two bands: the one a read ends in, which the next read starts in, and the one being decoded
                     cache.atLeast(2 * values.chunked.bandBytes());
@@ -310,7 +417,7 @@ public final class H5ad implements AutoCloseable {
                 return new H5ad(file, hdf, dims[0], dims[1], mapping, values, null, null, null, null);
             }
             if (!(x instanceof Group group)) {
-                throw new InvalidFileException(file, -1, "an X dataset or CSR group", x == null ? "no X" : x.getType().toString());
+                throw new InvalidFileException(file, -1, "an " + matrix + " dataset or CSR group", x == null ? "no " + matrix : x.getType().toString());
             }
             String format = stringAttribute(group, "encoding-type");
             if (format == null) {
@@ -321,29 +428,29 @@ public final class H5ad implements AutoCloseable {
                 return openCsc(file, hdf, group, mapping, cache, scratch, budget, listener);
             }
             if (!"csr_matrix".equals(format)) {
-                throw new InvalidFileException(file, -1, "X as csr_matrix, csc_matrix or a dense dataset", "X encoded as " + format);
+                throw new InvalidFileException(file, -1, matrix + " as csr_matrix, csc_matrix or a dense dataset", matrix + " encoded as " + format);
             }
             long[] shape = shape(file, group);
             mapping = FileMapping.of(file);
-            node = "/X/data";
+            node = "/" + matrix + "/data";
             Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
-            node = "/X/indices";
+            node = "/" + matrix + "/indices";
             Vector columns = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
-            node = "/X/indptr";
+            node = "/" + matrix + "/indptr";
             Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
             long[] pointers = new long[Math.toIntExact(pointerVector.length())];
             pointerVector.longs(0, pointers.length, pointers);
             if (pointers.length != shape[0] + 1) {
-                throw new InvalidFileException(file, -1, "X/indptr of n_obs + 1 = " + (shape[0] + 1) + " entries", pointers.length + " entries");
+                throw new InvalidFileException(file, -1, matrix + "/indptr of n_obs + 1 = " + (shape[0] + 1) + " entries", pointers.length + " entries");
             }
             long nnz = values.length();
             if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
-                throw new InvalidFileException(file, -1, "X/indptr from 0 to the " + nnz + " stored values",
+                throw new InvalidFileException(file, -1, matrix + "/indptr from 0 to the " + nnz + " stored values",
                         "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
             }
             for (int i = 1; i < pointers.length; i++) {
                 if (pointers[i] < pointers[i - 1]) {
-                    throw new InvalidFileException(file, -1, "X/indptr not decreasing",
+                    throw new InvalidFileException(file, -1, matrix + "/indptr not decreasing",
                             "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
                 }
             }
@@ -357,9 +464,37 @@ public final class H5ad implements AutoCloseable {
         }
     }
 
+    /** The node at a relative path such as {@code raw/X}, or null. */
+    private static Node child(Group root, String path) {
+        Node node = root;
+        for (String name : path.split("/")) {
+            if (!(node instanceof Group group)) {
+                return null;
+            }
+            node = group.getChildren().get(name);
+        }
+        return node;
+    }
+
+    /** The matrices readable as X, by name only, for the message of a missing layer. */
+    private static List<String> listMatrices(HdfFile hdf) {
+        List<String> names = new ArrayList<>();
+        if (hdf.getChildren().containsKey("X")) {
+            names.add("X");
+        }
+        if (child(hdf, "raw/X") != null) {
+            names.add("raw/X");
+        }
+        if (hdf.getChildren().get("layers") instanceof Group layers) {
+            layers.getChildren().keySet().forEach(name -> names.add("layers/" + name));
+        }
+        return names;
+    }
+
     /** A CSC X: the column pointers are read and checked now; the rows are transposed when first read. */
     private static H5ad openCsc(Path file, HdfFile hdf, Group group, FileMapping mapping, ChunkedVector.Cache cache,
                                 Path scratch, long budget, ProgressListener listener) {
+        String matrix = group.getPath().replaceAll("^/|/$", "");
         long[] shape = shape(file, group);
         Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
         Vector rows = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
@@ -368,28 +503,28 @@ public final class H5ad implements AutoCloseable {
             throw new InvalidFileException(file, -1, "a CSC X of fewer than 2^31 cells and genes", "shape " + Arrays.toString(shape));
         }
         if (pointerVector.length() != shape[1] + 1) {
-            throw new InvalidFileException(file, pointerVector.offsetOf(0), "X/indptr (column pointers of a CSC X) of n_vars + 1 = "
+            throw new InvalidFileException(file, pointerVector.offsetOf(0), matrix + "/indptr (column pointers of a CSC X) of n_vars + 1 = "
                     + (shape[1] + 1) + " entries", pointerVector.length() + " entries");
         }
         long[] pointers = new long[Math.toIntExact(pointerVector.length())];
         pointerVector.longs(0, pointers.length, pointers);
         long nnz = values.length();
         if (rows.length() != nnz) {
-            throw new InvalidFileException(file, rows.offsetOf(0), "X/indices (row indices) as long as X/data: " + nnz + " entries",
+            throw new InvalidFileException(file, rows.offsetOf(0), matrix + "/indices (row indices) as long as X/data: " + nnz + " entries",
                     rows.length() + " entries");
         }
         if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
-            throw new InvalidFileException(file, pointerVector.offsetOf(0), "X/indptr (column pointers) from 0 to the " + nnz
+            throw new InvalidFileException(file, pointerVector.offsetOf(0), matrix + "/indptr (column pointers) from 0 to the " + nnz
                     + " stored values", "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
         }
         for (int i = 1; i < pointers.length; i++) {
             if (pointers[i] < pointers[i - 1]) {
-                throw new InvalidFileException(file, pointerVector.offsetOf(i), "X/indptr (column pointers) not decreasing",
+                throw new InvalidFileException(file, pointerVector.offsetOf(i), matrix + "/indptr (column pointers) not decreasing",
                         "indptr[" + i + "] = " + pointers[i] + " < indptr[" + (i - 1) + "] = " + pointers[i - 1]);
             }
         }
         return new H5ad(file, hdf, shape[0], shape[1], mapping, null, values, rows, null,
-                new Csc(pointers, SharedTranspose.acquire(file), scratch, budget, listener));
+                new Csc(pointers, SharedTranspose.acquire(file, group.getPath()), scratch, budget, listener));
     }
 
     /**
@@ -596,7 +731,7 @@ public final class H5ad implements AutoCloseable {
                 long column = isWide ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
                         : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
                 if (column < 0 || column >= variables) {
-                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, " + variables + ") (n_vars)",
+                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, " + variables + ") (n_vars)",
                             "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
                 }
                 // added, not set: a column stored twice in a row counts twice, as scipy's toarray() sums duplicates
@@ -709,7 +844,7 @@ public final class H5ad implements AutoCloseable {
                 long at = start + i;
                 long found = indexes.intLayout() != null ? column
                         : columnBytes.get(indexes.longLayout(), (at - columnFirst) * Long.BYTES);
-                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), "X/indices in [0, "
+                throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, "
                         + variables + ") (n_vars)", "index " + found + " at stored value " + at);
             }
         }
@@ -866,7 +1001,7 @@ public final class H5ad implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     long column = columns[i];
                     if (column < 0 || column >= variables) {
-                        throw new InvalidFileException(file, indices.offsetOf(start + i), "X/indices in [0, " + variables
+                        throw new InvalidFileException(file, indices.offsetOf(start + i), layer + "/indices in [0, " + variables
                                 + ") (n_vars)", "index " + column + " at stored value " + (start + i));
                     }
                     totals[(int) column] += values[i];
@@ -1022,9 +1157,11 @@ public final class H5ad implements AutoCloseable {
 
     /** The group of a dataframe. */
     private Group frame(String frame) {
-        Node node = Hdf5.read(file, "/" + frame, () -> hdf.getChildren().get(frame));
+        // the genes of the matrix read: raw/X has its own, in raw/var
+        String path = "var".equals(frame) ? varFrame : frame;
+        Node node = Hdf5.read(file, "/" + path, () -> child(hdf, path));
         if (!(node instanceof Group group)) {
-            throw new InvalidFileException(file, -1, "a dataframe group /" + frame, node == null ? "none" : "a dataset");
+            throw new InvalidFileException(file, -1, "a dataframe group /" + path, node == null ? "none" : "a dataset");
         }
         return group;
     }

@@ -25,7 +25,7 @@ import java.util.Map;
  */
 final class SharedTranspose {
 
-    private record Key(Path file, long size, FileTime modified) {
+    private record Key(Path file, String matrix, long size, FileTime modified) {
     }
 
     private static final Map<Key, SharedTranspose> OPEN = new HashMap<>();
@@ -45,13 +45,14 @@ final class SharedTranspose {
      * The transpose of a file, to be released by each caller.
      *
      * @param file the {@code .h5ad}
+     * @param matrix the CSC matrix in it, such as {@code X} or {@code layers/counts}
      * @return the shared entry
      */
-    static SharedTranspose acquire(Path file) {
+    static SharedTranspose acquire(Path file, String matrix) {
         Key key;
         try {
             BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
-            key = new Key(file.toRealPath(), attributes.size(), attributes.lastModifiedTime());
+            key = new Key(file.toRealPath(), matrix, attributes.size(), attributes.lastModifiedTime());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read the attributes of " + file, e);
         }
