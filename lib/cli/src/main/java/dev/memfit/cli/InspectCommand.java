@@ -151,12 +151,15 @@ final class InspectCommand implements Callable<Integer> {
             facts.put("size_on_disk", data.bytesOnDisk());
             switch (data.format()) {
                 case H5AD -> {
-                    try (H5ad h5ad = H5ad.builder().setFile(cache.stage(uri).file()).optLayer(layer).open()) {
+                    Path staged = cache.stage(uri).file();
+                    try (H5ad h5ad = H5ad.builder().setFile(staged).optLayer(layer).open()) {
                         H5ad.Totals totals = h5ad.totals();
                         if (!h5ad.sparse()) {
                             facts.put("nnz", totals.nonZeroValues());
                         }
                         facts.put("sum", totals.sum());
+                    } catch (RuntimeException e) {
+                        throw ObjectCache.aboutObject(e, staged, uri);
                     }
                 }
                 case MRC, STACK_LIST, STAR -> facts.put("sum", sum(ParticleStack.open(path, null, cache), cache));

@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import java.util.concurrent.Callable;
 
@@ -76,6 +77,7 @@ final class ShardCommand implements Callable<Integer> {
         try (ObjectCache cache = ObjectCache.fromEnvironment()) {
             List<Path> local = new ArrayList<>();
             List<ObjectCache.Pin> pins = new ArrayList<>();
+            Map<Path, ObjectUri> uris = new java.util.LinkedHashMap<>();
             try {
                 for (Path in : inputs) {
                     if (!ObjectUri.isObject(in.toString())) {
@@ -89,8 +91,18 @@ final class ShardCommand implements Callable<Integer> {
                     System.out.printf("staged %s (%.1f MB, %s) in %s%n", uri, staged.info().size() / 1e6,
                             staged.etagChecked() ? "MD5 matches the ETag" : "blocks checked with CRC32C", cache.folder());
                     local.add(staged.file());
+                    uris.put(staged.file(), uri);
                 }
-                return convert(local);
+                try {
+                    return convert(local);
+                } catch (RuntimeException e) {
+                    // a reader's error names the staged copy: name the object instead
+                    RuntimeException named = e;
+                    for (Map.Entry<Path, ObjectUri> copy : uris.entrySet()) {
+                        named = ObjectCache.aboutObject(named, copy.getKey(), copy.getValue());
+                    }
+                    throw named;
+                }
             } finally {
                 pins.forEach(ObjectCache.Pin::close);
             }

@@ -142,6 +142,66 @@ class ObjectCommandsTest {
     }
 
     @Test
+    void aDamagedStagedCopyIsFetchedAgainAndTheSumStaysRight() throws Exception {
+        // the same atlas gzip-compressed as well: a damaged staged copy of it failed with the cache file's name before
+        Path gzip = inputs.resolve("atlas-gzip.h5ad");
+        PythonPeer.run("""
+                import sys, anndata as ad
+                ad.read_h5ad(sys.argv[1]).write_h5ad(sys.argv[2], compression='gzip')
+                """, inputs.resolve("atlas.h5ad"), gzip);
+        server.put("lab", "atlas-gzip.h5ad", Files.readAllBytes(gzip));
+        double expected = new ObjectMapper().readTree(CliRun.of("inspect", inputs.resolve("atlas.h5ad").toString(), "--json")
+                .out()).get("sum").asDouble();
+        for (String key : List.of("atlas.h5ad", "atlas-gzip.h5ad")) {
+            CliRun first = run("inspect", "s3://lab/" + key, "--json");
+            assertEquals(0, first.status(), first.err());
+            Path staged;
+            try (Stream<Path> files = Files.walk(cache)) {
+                staged = files.filter(f -> f.getFileName().toString().equals("object")).filter(f -> {
+                    try {
+                        return Files.size(f) == Files.size(inputs.resolve(key));
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }).findFirst().orElseThrow();
+            }
+            // one byte inside X's values (the first chunk of X/data, as h5py locates it): a wrong value with no error in
+            // the uncompressed file, a broken chunk in the gzip one
+            long offset = Long.parseLong(PythonPeer.run("""
+                    import sys, h5py
+                    d = h5py.File(sys.argv[1], 'r')['X/data']
+                    info = d.id.get_chunk_info(0) if d.chunks else None
+                    print((info.byte_offset + info.size // 2) if info else d.id.get_offset() + 100)
+                    """, inputs.resolve(key)));
+            byte[] bytes = Files.readAllBytes(staged);
+            bytes[(int) offset] ^= 0x20;
+            Files.write(staged, bytes);
+            CliRun again = run("inspect", "s3://lab/" + key, "--json");
+            assertEquals(0, again.status(), key + ": " + again.err());
+            assertEquals(expected, new ObjectMapper().readTree(again.out()).get("sum").asDouble(), 0, key);
+            assertEquals(-1, java.util.Arrays.mismatch(Files.readAllBytes(inputs.resolve(key)), Files.readAllBytes(staged)),
+                    key + ": the copy in the cache is repaired");
+        }
+        CliRun verify = run("cache", "verify");
+        assertEquals(0, verify.status(), verify.out() + verify.err());
+
+        // damaged in the bucket itself: the error names the object, not the cache's file for it
+        byte[] broken = Files.readAllBytes(gzip);
+        long offset = Long.parseLong(PythonPeer.run("""
+                import sys, h5py
+                info = h5py.File(sys.argv[1], 'r')['X/data'].id.get_chunk_info(0)
+                print(info.byte_offset + info.size // 2)
+                """, gzip));
+        broken[(int) offset] ^= 0x20;
+        server.put("lab", "broken-gzip.h5ad", broken);
+        CliRun failed = run("inspect", "s3://lab/broken-gzip.h5ad");
+        assertEquals(1, failed.status(), failed.out());
+        assertTrue(failed.err().startsWith("memfit inspect: s3://lab/broken-gzip.h5ad"), failed.err());
+        assertFalse(failed.err().contains(cache.toString()), failed.err());
+        assertTrue(failed.err().contains("in the object itself"), failed.err());
+    }
+
+    @Test
     void estimateAndShardReadAnH5adFromTheBucket() throws Exception {
         CliRun estimate = run("estimate", "s3://lab/atlas.h5ad", "--model-params", "1000");
         assertEquals(0, estimate.status(), estimate.err());

@@ -294,7 +294,11 @@ public final class Datasets {
         }
         if (name.endsWith(".h5ad")) {
             try (StagedFile staged = StagedFile.of(uri, cache)) {
-                return Formats.openH5ad(staged.file(), uri.toPath());
+                try {
+                    return Formats.openH5ad(staged.file(), uri.toPath());
+                } catch (RuntimeException e) {
+                    throw ObjectCache.aboutObject(e, staged.file(), uri);
+                }
             }
         }
         if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".star") || name.endsWith(".txt")) {
@@ -410,7 +414,11 @@ public final class Datasets {
             return columns(Path.of(pathOrUri), frame);
         }
         try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
-            return columns(staged.file(), frame);
+            try {
+                return columns(staged.file(), frame);
+            } catch (RuntimeException e) {
+                throw ObjectCache.aboutObject(e, staged.file(), staged.uri());
+            }
         }
     }
 
@@ -427,7 +435,11 @@ public final class Datasets {
             return labels(Path.of(pathOrUri), obsColumn);
         }
         try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
-            return labels(staged.file(), obsColumn);
+            try {
+                return labels(staged.file(), obsColumn);
+            } catch (RuntimeException e) {
+                throw ObjectCache.aboutObject(e, staged.file(), staged.uri());
+            }
         }
     }
 

@@ -208,7 +208,7 @@ public final class H5adStreamBuilder implements Loader.Builder {
                     sparseBuffer, layer).stagedFrom(object.toString(), staged);
         } catch (RuntimeException e) {
             staged.close();
-            throw e;
+            throw dev.memfit.io.cloud.ObjectCache.aboutObject(e, staged.file(), object);
         }
         return new Loader(stream).resumingFrom(resumeFrom);
     }

@@ -133,7 +133,8 @@ public final class CacheFolder {
 
     /**
      * Reads every cached block and checks each piece against its CRC32C (and the checksum table against its own),
-     * and every staged copy whose ETag was an MD5 against that MD5.
+     * and every staged copy against the CRC32C of each MiB recorded when it was staged (a copy staged by an older
+     * memfit: against its MD5, when its ETag was one).
      *
      * @param remove whether to delete the files that fail, so that the next read fetches them again
      * @return what was checked and what failed
@@ -213,9 +214,13 @@ public final class CacheFolder {
         }
     }
 
-    /** Null when intact, "" when it cannot be checked (multipart ETag), else what is wrong. */
+    /** Null when intact, "" when it cannot be checked (no checksums, multipart ETag), else what is wrong. */
     private static String checkStaged(Path file, Path note) throws IOException {
         String verified = Files.exists(note) ? Files.readString(note, StandardCharsets.UTF_8) : "";
+        String problem = StagedChecksums.check(file, verified, true);
+        if (problem == null || !problem.isEmpty()) {
+            return problem;
+        }
         if (!verified.startsWith("md5 ")) {
             return "";
         }

@@ -60,7 +60,10 @@ import java.util.zip.CRC32C;
  * 32 KiB piece), later reads of the same mapping reuse the check, since block files are never written in place; a
  * block mapped again (by a new cache, another process, or after this one dropped the mapping) is checked again. A
  * piece that does not match its CRC makes the block count as corrupt: it is deleted and fetched again. Whole objects are staged with
- * {@link #stage}, which checks them against the ETag where the ETag is the object's MD5 (single-part uploads).
+ * {@link #stage}, which checks them against the ETag where the ETag is the object's MD5 (single-part uploads) and
+ * records the CRC32C of each MiB of the copy; a copy found in the folder is checked against those before it is handed
+ * out (once per process: its readers, such as jhdf or a mapping, read it without any block check), and a damaged one
+ * is staged again from its blocks, fetching those that fail their own check.
  *
  * <p><b>Safe.</b> Blocks are written under a temporary name and renamed into place ({@link TempFiles},
  * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
@@ -98,8 +101,6 @@ public final class ObjectCache implements Storage {
     static final String BLOCK_SUFFIX = ".block";
     static final String STAGED = "object";
     static final String STAGED_NOTE = "object.verified";
-    /** Staged objects up to this size are checked against their ETag's MD5 on every {@link #stage} that finds them. */
-    static final long RECHECKED_STAGED_BYTES = 1L << 20;
     /**
      * Block files kept mapped per cache: a mapping holds no file descriptor, and a warm epoch over a few GiB of 8 MiB
      * blocks then opens none (it was 64 open channels before mappings).
@@ -1013,6 +1014,26 @@ public final class ObjectCache implements Storage {
     }
 
     /**
+     * The failure of a reader of a staged copy, told about the object rather than the cache's file: the copy was
+     * checked against what the server sent, so a format error is in the object itself, and the user knows the
+     * object's address, not the cache's file name.
+     *
+     * @param failure what the reader threw
+     * @param staged the staged copy it read
+     * @param uri the object
+     * @return the same failure with the object's address in place of the copy's path, or the failure itself when
+     *         it does not name the copy
+     */
+    public static RuntimeException aboutObject(RuntimeException failure, Path staged, ObjectUri uri) {
+        String message = failure.getMessage();
+        if (!(failure instanceof MemfitException) || message == null || !message.contains(staged.toString())) {
+            return failure;
+        }
+        return new MemfitException(message.replace(staged.toString(), uri.toString())
+                + " (in the object itself: the cached copy is the server's bytes, checked)", failure);
+    }
+
+    /**
      * Removes a staged copy that a caller found damaged (its bytes fail a check the caller knows, such as a CRC a
      * shard folder's metadata records), so that the next {@link #stage} builds it again from its blocks (each checked
      * against its CRC32C, fetched again where damaged). The blocks themselves are kept.
@@ -1053,18 +1074,16 @@ public final class ObjectCache implements Storage {
         Path note = entry.resolve(STAGED_NOTE);
         try {
             if (Files.exists(note) && Files.exists(staged) && Files.size(staged) == info.size()) {
-                // a small object (metadata, a listing) is checked against its MD5 again on every hit, for little
-                // cost; a large one is left to its reader's checks (a shard's CRC-32C), as reading it all again on
-                // every open would cost as much as the reads it serves
-                if (info.size() <= RECHECKED_STAGED_BYTES && info.etagIsMd5()
-                        && !md5Hex(staged).equalsIgnoreCase(info.etag())) {
-                    discardStaged(new StagedObject(staged, info, true));
-                } else {
+                // checked before it is handed out: its readers (jhdf, a mapping) read it without any block check, and
+                // a damaged copy is fetched again rather than read
+                String problem = checkStaged(staged, Files.readString(note), info);
+                if (problem == null) {
                     touch(staged);
                     hits.increment();
                     bytesFromCache.add(info.size());
                     return new StagedObject(staged, info, Files.readString(note).startsWith("md5"));
                 }
+                discardStaged(new StagedObject(staged, info, true));
             }
         } catch (NoSuchFileException e) {
             // evicted between the checks: stage it again
@@ -1096,6 +1115,23 @@ public final class ObjectCache implements Storage {
     }
 
     /**
+     * Why a staged copy found in the folder must not be used, or null when it is intact: checked against the CRC32C of
+     * each of its pieces recorded when it was staged; a copy staged by an older memfit (no checksums in its note)
+     * against the ETag's MD5, or staged again when its ETag is not an MD5.
+     */
+    private static String checkStaged(Path staged, String note, ObjectInfo info) throws IOException {
+        String problem = StagedChecksums.check(staged, note, false);
+        if (problem == null || !problem.isEmpty()) {
+            return problem;
+        }
+        if (note.startsWith("md5") && info.etagIsMd5()) {
+            String found = md5Hex(staged);
+            return found.equalsIgnoreCase(info.etag()) ? null : "MD5 " + found + ", the ETag says " + info.etag();
+        }
+        return "its note holds no checksums to check it with";
+    }
+
+    /**
      * Joins the verified blocks into a temporary file and checks its MD5 against the ETag (where the ETag is an MD5).
      * Only a copy that passes is renamed into place, and its note written after it, so a note always stands for a
      * finished, checked copy (another reader, or a crash, never finds an unchecked one marked as checked).
@@ -1112,11 +1148,13 @@ public final class ObjectCache implements Storage {
         Path temporary = TempFiles.beside(staged);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(Math.min(blockBytes, Math.max(1, info.size())));
+            StagedChecksums checksums = new StagedChecksums();
             try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 for (long block = 0; block < blocks && info.size() > 0; block++) {
                     MemorySegment part = buffer.asSlice(0, blockLength(info, block));
                     readBlock(info, entry, blockFile(entry, block), block, 0, part, fetched.contains(block));
                     md5.update(part.asByteBuffer());
+                    checksums.update(part.asByteBuffer());
                     ByteBuffer data = part.asByteBuffer();
                     while (data.hasRemaining()) {
                         out.write(data);
@@ -1130,8 +1168,9 @@ public final class ObjectCache implements Storage {
             Files.deleteIfExists(note); // a note of an earlier copy (evicted since) must not vouch for this one early
             insert(temporary, staged, info.size());
             Path noteTemporary = TempFiles.beside(note);
-            Files.writeString(noteTemporary, info.etagIsMd5() ? "md5 " + hex + " matches the ETag\n"
-                    : "ETag " + info.etag() + " (multipart) not checked; blocks checked with CRC32C\n");
+            Files.writeString(noteTemporary, (info.etagIsMd5() ? "md5 " + hex + " matches the ETag\n"
+                    : "ETag " + info.etag() + " (multipart) not checked; blocks checked with CRC32C\n")
+                    + checksums.line() + "\n");
             AtomicMove.replace(noteTemporary, note);
             return null;
         } catch (IOException e) {

@@ -171,6 +171,42 @@ class ObjectCacheTest {
     }
 
     @Test
+    void aDamagedStagedCopyIsStagedAgainNeverHandedOut() throws Exception {
+        try (ObjectCache cache = cache(1L << 30)) {
+            for (String key : List.of("single.bin", "multi.bin")) {
+                byte[] original = key.equals("single.bin") ? single : multi;
+                ObjectCache.StagedObject staged = cache.stage(uri(key));
+                // one byte past the first MiB and one in the last piece: each piece is checked
+                for (long position : new long[]{(1 << 20) + 5, original.length - 3}) {
+                    flipByte(staged.file(), position);
+                    CacheStatistics before = cache.statistics();
+                    ObjectCache.StagedObject again = cache.stage(uri(key));
+                    assertArrayEquals(original, Files.readAllBytes(again.file()), key + " byte " + position);
+                    CacheStatistics after = cache.statistics().minus(before);
+                    assertEquals(1, after.corruptBlocks(), key + ": the damaged copy is counted");
+                    assertEquals(0, after.bytesDownloaded(), key + ": rebuilt from its cached blocks, which are intact");
+                }
+            }
+            // a damaged copy and a damaged block under it, found by a later run (a new cache: this one checked the
+            // block's mapping already, and block files are never written in place): the block is fetched again
+            ObjectCache.StagedObject staged = cache.stage(uri("single.bin"));
+            flipByte(staged.file(), 10);
+            flipByte(cache.blockFile(uri("single.bin"), 0), 20);
+            try (ObjectCache later = cache(1L << 30)) {
+                assertArrayEquals(single, Files.readAllBytes(later.stage(uri("single.bin")).file()));
+                assertEquals(BLOCK, later.statistics().bytesDownloaded(), "only the damaged block");
+            }
+            // ./memfit cache verify finds a damaged copy of a multipart object too (its ETag is no MD5)
+            ObjectCache.StagedObject multipart = cache.stage(uri("multi.bin"));
+            flipByte(multipart.file(), 7);
+            CacheFolder.Verification verification = CacheFolder.of(folder).verify(false);
+            assertEquals(1, verification.bad().size(), verification.bad().toString());
+            assertTrue(verification.bad().getFirst().startsWith(multipart.file() + ": bytes 0..1048576 fail their CRC32C"),
+                    verification.bad().toString());
+        }
+    }
+
+    @Test
     void aCorruptCachedBlockIsDetectedAndFetchedAgain() throws Exception {
         try (ObjectCache cache = cache(1L << 30)) {
             // block 1 cached and mapped; its first piece (bytes 0..32 KiB of the block) not read yet
