@@ -71,13 +71,14 @@ final class ShardCommand implements Callable<Integer> {
                     + " files give the genes with --vocab");
         }
         if (inputs.stream().noneMatch(in -> ObjectUri.isObject(in.toString()))) {
-            return convert(inputs);
+            return convert(inputs, Map.of());
         }
         // objects in a bucket: staged whole (verified) into the cache of the environment, then converted as local files
         try (ObjectCache cache = ObjectCache.fromEnvironment()) {
             List<Path> local = new ArrayList<>();
             List<ObjectCache.Pin> pins = new ArrayList<>();
             Map<Path, ObjectUri> uris = new java.util.LinkedHashMap<>();
+            Map<Path, String[]> versions = new java.util.LinkedHashMap<>();
             try {
                 for (Path in : inputs) {
                     if (!ObjectUri.isObject(in.toString())) {
@@ -92,9 +93,10 @@ final class ShardCommand implements Callable<Integer> {
                             staged.etagChecked() ? "MD5 matches the ETag" : "blocks checked with CRC32C", cache.folder());
                     local.add(staged.file());
                     uris.put(staged.file(), uri);
+                    versions.put(staged.file(), new String[]{uri.toString(), staged.info().etag()});
                 }
                 try {
-                    return convert(local);
+                    return convert(local, versions);
                 } catch (RuntimeException e) {
                     // a reader's error names the staged copy: name the object instead
                     RuntimeException named = e;
@@ -109,7 +111,8 @@ final class ShardCommand implements Callable<Integer> {
         }
     }
 
-    private Integer convert(List<Path> inputs) {
+    /** Converts local files; {@code objects} names the staged copies among them by address and ETag. */
+    private Integer convert(List<Path> inputs, Map<Path, String[]> objects) {
         Path input = inputs.getFirst();
         boolean existed = Files.exists(output);
         boolean fresh = !existed || isEmptyFolder(output);
@@ -125,8 +128,10 @@ final class ShardCommand implements Callable<Integer> {
                         genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
                     }
                 }
-                result = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(genes)
-                        .optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer).write(output);
+                ShardWriter.Builder writer = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize)
+                        .optVocabulary(genes).optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer);
+                objects.forEach((copy, named) -> writer.optSource(copy, named[0], named[1]));
+                result = writer.write(output);
             }
         } catch (RuntimeException | Error e) {
             if (fresh) {
@@ -134,6 +139,9 @@ final class ShardCommand implements Callable<Integer> {
                 removeIfNothingDone(output, !existed);
             }
             throw e;
+        }
+        if (result.startedOver() != null) {
+            System.out.println("the shards already in " + output + " were not kept: " + result.startedOver());
         }
         for (String shard : result.repaired()) {
             System.out.println("repaired " + shard);

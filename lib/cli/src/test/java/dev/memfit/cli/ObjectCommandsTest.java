@@ -224,6 +224,39 @@ class ObjectCommandsTest {
     }
 
     @Test
+    void shardingABucketsObjectResumesAndNamesAChangedObject() throws Exception {
+        server.put("lab", "resumed.h5ad", Files.readAllBytes(inputs.resolve("atlas.h5ad")));
+        Path out = cache.getParent().resolve("resumed-shards");
+        CliRun first = run("shard", "s3://lab/resumed.h5ad", "--output-dir", out.toString(), "--shard-size", "70");
+        assertEquals(0, first.status(), first.err());
+        assertTrue(first.out().contains("(5 written now)"), first.out());
+        String metadata = Files.readString(out.resolve("shard_metadata.json")).replaceAll("\\s", "");
+        assertTrue(metadata.contains("\"source\":\"s3://lab/resumed.h5ad\"") && metadata.contains("\"source_etag\":"), metadata);
+
+        CliRun again = run("shard", "s3://lab/resumed.h5ad", "--output-dir", out.toString(), "--shard-size", "70");
+        assertEquals(0, again.status(), again.err());
+        assertTrue(again.out().contains("(0 written now)"), again.out());
+        // another cache (another machine, or a cleared one): the copy is elsewhere, the object the same
+        Files.walk(cache).sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        CliRun elsewhere = run("shard", "s3://lab/resumed.h5ad", "--output-dir", out.toString(), "--shard-size", "70");
+        assertEquals(0, elsewhere.status(), elsewhere.err());
+        assertTrue(elsewhere.out().contains("(0 written now)"), elsewhere.out());
+
+        // the object replaced by other bytes: named, and converted again
+        PythonPeer.run("""
+                import sys, anndata as ad
+                a = ad.read_h5ad(sys.argv[1])
+                a.X = a.X * 2
+                a.write_h5ad(sys.argv[2])
+                """, inputs.resolve("atlas.h5ad"), inputs.resolve("doubled.h5ad"));
+        server.put("lab", "resumed.h5ad", Files.readAllBytes(inputs.resolve("doubled.h5ad")));
+        CliRun changed = run("shard", "s3://lab/resumed.h5ad", "--output-dir", out.toString(), "--shard-size", "70");
+        assertEquals(0, changed.status(), changed.err());
+        assertTrue(changed.out().contains("were not kept: s3://lab/resumed.h5ad changed: etag"), changed.out());
+        assertTrue(changed.out().contains("(5 written now)"), changed.out());
+    }
+
+    @Test
     void aWrongBucketIsOneLineNamingIt() throws Exception {
         for (String[] args : List.of(new String[]{"inspect", "s3://no-such-lab/atlas.h5ad"},
                 new String[]{"estimate", "s3://no-such-lab/particles.star"},

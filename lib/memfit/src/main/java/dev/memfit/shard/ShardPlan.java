@@ -35,6 +35,10 @@ public final class ShardPlan implements Serializable {
     private final long[] inputCells;
     private final long[] inputBytes;
     private final String[] inputModified;
+    /** What the metadata records of each input: its path, or the address of the object it is a staged copy of. */
+    private final String[] sourceNames;
+    /** The key of {@link #inputModified} in the metadata: {@code modified}, or {@code etag} for an object. */
+    private final String[] versionKeys;
     private final long shardSize;
     private final List<String> vocabulary;
     private final ShardLayout layout;
@@ -50,16 +54,21 @@ public final class ShardPlan implements Serializable {
         this.inputs = new String[n];
         this.inputBytes = new long[n];
         this.inputModified = new String[n];
+        this.sourceNames = new String[n];
+        this.versionKeys = new String[n];
         for (int i = 0; i < n; i++) {
             Path input = settings.inputs.get(i);
             inputs[i] = input.toAbsolutePath().toString();
+            String[] named = settings.sources.get(input);
             try {
                 // a source rewritten since (same name, new contents) must not resume onto the old shards
                 inputBytes[i] = Files.size(input);
-                inputModified[i] = Files.getLastModifiedTime(input).toString();
+                inputModified[i] = named != null ? named[1] : Files.getLastModifiedTime(input).toString();
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read " + input, e);
             }
+            sourceNames[i] = named != null ? named[0] : inputs[i];
+            versionKeys[i] = named != null ? "etag" : "modified";
         }
         this.inputCells = inputCells;
         this.shardSize = settings.shardSize;
@@ -106,8 +115,24 @@ public final class ShardPlan implements Serializable {
         private ShardLayout layout;
         private ProgressListener progress = ProgressListener.silent();
         private String layer = "X";
+        private final java.util.Map<Path, String[]> sources = new java.util.HashMap<>();
 
         private Builder() {
+        }
+
+        /**
+         * Records an input under the object it is a staged copy of, by address and ETag, rather than by its path and
+         * modification time: a later run over the same object then resumes, wherever the cache put its copy, and a
+         * changed object (another ETag) is named and converted again.
+         *
+         * @param input one of the inputs, a staged copy
+         * @param address the object's address, such as {@code s3://bucket/atlas.h5ad}
+         * @param etag the object's ETag
+         * @return this builder
+         */
+        public Builder optSource(Path input, String address, String etag) {
+            sources.put(input, new String[]{address, etag});
+            return this;
         }
 
         /**
@@ -486,16 +511,16 @@ public final class ShardPlan implements Serializable {
             metadata.put("layer", layer);
         }
         if (inputs.length == 1) {
-            metadata.put("source", inputs[0]);
+            metadata.put("source", sourceNames[0]);
             metadata.put("source_bytes", inputBytes[0]);
-            metadata.put("source_modified", inputModified[0]);
+            metadata.put("source_" + versionKeys[0], inputModified[0]);
         } else {
             ArrayNode sources = ShardWriter.JSON.createArrayNode();
             for (int i = 0; i < inputs.length; i++) {
                 ObjectNode source = ShardWriter.JSON.createObjectNode();
-                source.put("file", inputs[i]);
+                source.put("file", sourceNames[i]);
                 source.put("bytes", inputBytes[i]);
-                source.put("modified", inputModified[i]);
+                source.put(versionKeys[i], inputModified[i]);
                 source.put("cells", inputCells[i]);
                 sources.add(source);
             }

@@ -87,9 +87,12 @@ public final class ShardWriter {
      *                of the other layout) and temporary files of runs that died
      * @param foreign files in the folder that are not part of the set and were left alone ({@link ShardStore#validate}
      *                rejects the folder until they are moved out)
+     * @param startedOver why the shards of an earlier run in the folder were not kept, such as
+     *                {@code "s3://b/atlas.h5ad changed: etag \"a1\", was \"9f\""}; null when there were none, or they
+     *                were kept
      */
     public record Result(int shards, int written, long cells, int genes, ShardLayout layout, List<String> repaired,
-                         List<String> removed, List<String> foreign) {
+                         List<String> removed, List<String> foreign, String startedOver) {
     }
 
     /**
@@ -115,6 +118,7 @@ public final class ShardWriter {
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
         private String layer = "X";
+        private final Map<Path, String[]> sources = new java.util.HashMap<>();
         private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
@@ -180,6 +184,20 @@ public final class ShardWriter {
         }
 
         /**
+         * Records an input under the object it is a staged copy of ({@link ShardPlan.Builder#optSource}): a later
+         * run over the same object resumes, a changed object is named and converted again.
+         *
+         * @param input one of the inputs, a staged copy
+         * @param address the object's address, such as {@code s3://bucket/atlas.h5ad}
+         * @param etag the object's ETag
+         * @return this builder
+         */
+        public Builder optSource(Path input, String address, String etag) {
+            sources.put(input, new String[]{address, etag});
+            return this;
+        }
+
+        /**
          * Sets the matrix converted (default {@code X}): {@code raw/X} or a layer such as {@code counts}
          * ({@link ShardPlan.Builder#optLayer}).
          *
@@ -228,22 +246,24 @@ public final class ShardWriter {
                 throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
                         + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
             }
-            return ShardWriter.write(inputs, outputDir, shardSize, vocabulary, layout, layer, progress);
+            ShardPlan.Builder planned = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize)
+                    .optVocabulary(vocabulary).optLayout(layout).optLayer(layer).optProgress(progress);
+            sources.forEach((input, named) -> planned.optSource(input, named[0], named[1]));
+            return ShardWriter.write(inputs, outputDir, planned, progress);
         }
     }
 
-    private static Result write(List<Path> inputs, Path outputDir, long shardSize, GeneVocabulary vocabulary,
-                                ShardLayout requested, String layer, ProgressListener listener) {
+    private static Result write(List<Path> inputs, Path outputDir, ShardPlan.Builder planned, ProgressListener listener) {
         // the inputs are opened and checked before the folder is touched: a file or settings refused here leave nothing
-        ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
-                .optLayout(requested).optLayer(layer).optProgress(listener).plan();
+        ShardPlan plan = planned.plan();
         ShardLayout layout = plan.layout();
         long cells = plan.cells();
         int shards = plan.shards();
         try {
             // one writer per folder, taken before anything is written; it also removes dead runs' temporary files
             try (OutputLock lock = OutputLock.acquireFolder(outputDir)) {
-                ObjectNode metadata = resumable(outputDir, plan);
+                String[] startedOver = new String[1];
+                ObjectNode metadata = resumable(outputDir, plan, startedOver);
                 ArrayNode listed = (ArrayNode) metadata.get("shards");
                 while (listed.size() > shards) {
                     listed.remove(listed.size() - 1);
@@ -314,7 +334,7 @@ public final class ShardWriter {
                 }
                 List<String> foreign = ShardStore.unexpectedFiles(outputDir, metadata);
                 return new Result(shards, written, cells, plan.vocabulary().genes().size(), layout, List.copyOf(repaired),
-                        List.copyOf(removed), foreign);
+                        List.copyOf(removed), foreign, startedOver[0]);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write shards to " + outputDir, e);
@@ -628,30 +648,46 @@ public final class ShardWriter {
     /**
      * The metadata to continue from: the existing one when it describes the same conversion (every field of the
      * plan's metadata but the shards and completeness equal; its listed shards still to be checked), else the plan's
-     * fresh one listing no shard.
+     * fresh one listing no shard, and then why in {@code why[0]}.
      */
-    private static ObjectNode resumable(Path outputDir, ShardPlan plan) {
+    private static ObjectNode resumable(Path outputDir, ShardPlan plan, String[] why) {
         Path file = outputDir.resolve(METADATA);
         ObjectNode fresh = plan.freshMetadata();
         if (Files.exists(file)) {
             try {
                 JsonNode existing = JSON.readTree(file.toFile());
-                boolean same = true;
+                List<String> differences = new ArrayList<>();
                 for (Map.Entry<String, JsonNode> field : fresh.properties()) {
-                    if (!field.getKey().equals("complete") && !field.getKey().equals("shards")) {
-                        // compared as JSON text: a number read back is an int where the plan's is a long
-                        same &= field.getValue().toString().equals(String.valueOf(existing.get(field.getKey())));
+                    String key = field.getKey();
+                    // compared as JSON text: a number read back is an int where the plan's is a long
+                    if (!key.equals("complete") && !key.equals("shards")
+                            && !field.getValue().toString().equals(String.valueOf(existing.get(key)))) {
+                        differences.add(difference(key, field.getValue(), existing.get(key), fresh));
                     }
                 }
-                if (same && existing instanceof ObjectNode object && existing.path("shards").isArray()) {
+                if (differences.isEmpty() && existing instanceof ObjectNode object && existing.path("shards").isArray()) {
                     // every listed shard is kept here and checked by the caller, which rewrites those that fail
                     return object;
                 }
+                why[0] = differences.isEmpty() ? "its " + METADATA + " lists no shards" : String.join("; ", differences);
             } catch (IOException | RuntimeException e) {
                 // An unreadable metadata file describes nothing we can trust: start over.
+                why[0] = "its " + METADATA + " cannot be read";
             }
         }
         return fresh;
+    }
+
+    /** One setting or source that differs from the folder's earlier run, in a few words. */
+    private static String difference(String key, JsonNode now, JsonNode before, ObjectNode fresh) {
+        String was = before == null ? "not recorded" : "was " + before;
+        if (key.startsWith("source_")) {
+            return fresh.path("source").asText() + " changed: " + key.substring("source_".length()) + " " + now + ", " + was;
+        }
+        if (key.equals("sources")) {
+            return "the input files or their versions changed";
+        }
+        return key + " " + now + ", " + was;
     }
 
     private static void writeParquet(Path target, String[] barcodes, Map<String, Object> obs, long first, long count)
