@@ -2,6 +2,7 @@ package dev.memfit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.memfit.CompensatedSum;
 import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.data.Datasets;
@@ -180,19 +181,17 @@ final class InspectCommand implements Callable<Integer> {
         DType dtype = header.dtype();
         long size = dtype.byteSize();
         long count = header.elementCount();
-        double sum = 0;
+        CompensatedSum sum = new CompensatedSum();
         try (Arena arena = Arena.ofConfined()) {
             long chunk = Math.max(1, Math.min(count, (32L << 20) / size));
             MemorySegment buffer = arena.allocate(Math.max(1, chunk * size), 8);
             for (long first = 0; first < count; first += chunk) {
                 long n = Math.min(chunk, count - first);
                 storage.read(file, header.dataOffset() + first * size, buffer.asSlice(0, n * size));
-                for (long v = 0; v < n; v++) {
-                    sum += dtype.getDouble(buffer, v * size, header.byteOrder());
-                }
+                sum.add(buffer, 0, n, dtype, header.byteOrder());
             }
         }
-        return sum;
+        return sum.value();
     }
 
     private static double sum(Formats.DataFile data) {
@@ -222,7 +221,7 @@ final class InspectCommand implements Callable<Integer> {
 
     /** Float32 samples read in blocks of about 32 MB of consecutive samples, summed in float64. */
     private static double sum(SampleSource source) {
-        double sum = 0;
+        CompensatedSum sum = new CompensatedSum();
         try (Arena arena = Arena.ofConfined()) {
             int block = (int) Math.max(1, Math.min(source.size(), (32L << 20) / source.sampleBytes()));
             MemorySegment buffer = arena.allocate(block * source.sampleBytes());
@@ -233,12 +232,10 @@ final class InspectCommand implements Callable<Integer> {
                     indices[i] = first + i;
                 }
                 source.readBatch(indices, buffer);
-                for (long v = 0; v < n * source.sampleBytes() / Float.BYTES; v++) {
-                    sum += buffer.getAtIndex(ValueLayout.JAVA_FLOAT, v);
-                }
+                sum.add(buffer, 0, n * source.sampleBytes() / Float.BYTES, DType.FLOAT32, ByteOrder.nativeOrder());
             }
         }
-        return sum;
+        return sum.value();
     }
 
     /**
@@ -258,7 +255,7 @@ final class InspectCommand implements Callable<Integer> {
         for (long dimension : records.sampleShape()) {
             values = Math.multiplyExact(values, dimension);
         }
-        double sum = 0;
+        CompensatedSum sum = new CompensatedSum();
         try (Arena arena = Arena.ofConfined()) {
             long largest = 0;
             for (int f = 0; f < records.files().size(); f++) {
@@ -279,14 +276,10 @@ final class InspectCommand implements Callable<Integer> {
                     n++;
                 }
                 storage.read(records.files().get(file), start, buffer.asSlice(0, n * bytes));
-                double partial = 0;
-                for (long v = 0; v < n * values; v++) {
-                    partial += dtype.getDouble(buffer, v * dtype.byteSize(), order);
-                }
-                sum += partial;
+                sum.add(buffer, 0, n * values, dtype, order);
                 first += n;
             }
         }
-        return sum;
+        return sum.value();
     }
 }

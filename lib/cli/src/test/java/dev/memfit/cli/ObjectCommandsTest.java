@@ -224,6 +224,29 @@ class ObjectCommandsTest {
     }
 
     @Test
+    void aFloat64NpySumsToTheSameBitsLocallyAndFromTheBucket() throws Exception {
+        // values of very different magnitudes, where summation order shows in the last digits
+        Path file = inputs.resolve("wide.npy");
+        String[] reference = PythonPeer.run("""
+                import sys, math, numpy as np
+                rng = np.random.default_rng(8)
+                a = (rng.standard_normal((3000, 70)) * 10.0 ** rng.integers(-6, 9, (3000, 70))).astype(np.float64)
+                np.save(sys.argv[1], a)
+                print(repr(float(a.sum())), repr(math.fsum(a.ravel())))
+                """, file).split(" ");
+        server.put("lab", "wide.npy", Files.readAllBytes(file));
+        double local = new ObjectMapper().readTree(CliRun.of("inspect", file.toString(), "--json").out()).get("sum").asDouble();
+        CliRun remote = run("inspect", "s3://lab/wide.npy", "--json");
+        assertEquals(0, remote.status(), remote.err());
+        assertEquals(Double.doubleToLongBits(local), Double.doubleToLongBits(new ObjectMapper().readTree(remote.out())
+                .get("sum").asDouble()), "the same bits from the file and from the bucket");
+        double numpy = Double.parseDouble(reference[0]);
+        double exact = Double.parseDouble(reference[1]);   // math.fsum: the correctly rounded sum
+        assertTrue(Math.abs(local - exact) <= Math.abs(numpy - exact) + Math.ulp(exact),
+                "memfit " + local + " vs exact " + exact + " (numpy " + numpy + ")");
+    }
+
+    @Test
     void shardingABucketsObjectResumesAndNamesAChangedObject() throws Exception {
         server.put("lab", "resumed.h5ad", Files.readAllBytes(inputs.resolve("atlas.h5ad")));
         Path out = cache.getParent().resolve("resumed-shards");

@@ -938,7 +938,7 @@ public final class H5ad implements AutoCloseable {
      * @return the totals
      */
     public Totals totals() {
-        Sum sum = new Sum();
+        dev.memfit.CompensatedSum sum = new dev.memfit.CompensatedSum();
         long[] nonZero = new long[1];
         if (sparse()) {
             int block = 1 << 20;
@@ -1029,21 +1029,6 @@ public final class H5ad implements AutoCloseable {
     public record Totals(double sum, long nonZeroValues) {
     }
 
-    /** Neumaier's compensated sum: the float64 total of many values to within about one rounding, in any order. */
-    private static final class Sum {
-        private double sum;
-        private double compensation;
-
-        void add(double value) {
-            double t = sum + value;
-            compensation += Math.abs(sum) >= Math.abs(value) ? (sum - t) + value : (value - t) + sum;
-            sum = t;
-        }
-
-        double value() {
-            return sum + compensation;
-        }
-    }
 
     /**
      * How the chunk cache of this file has done since it was opened: chunk reads served from the cache (hits),
