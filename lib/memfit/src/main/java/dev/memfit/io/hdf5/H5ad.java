@@ -35,8 +35,9 @@ import java.util.Map;
 
 /**
  * An AnnData {@code .h5ad} file read with jhdf, out of core: {@code X} dense, CSR or CSC (int32 or int64
- * {@code indptr}), read by row ranges, never whole; {@code obs} and {@code var} dataframes with numeric, string and
- * categorical columns, in the layout anndata 0.8 writes.
+ * {@code indptr}), read by row ranges, never whole; {@code obs} and {@code var} dataframes, each column with its
+ * type ({@link #frameColumns}: numbers of every numpy width, bools, strings, categoricals, pandas' nullable integers
+ * and bools) in the encodings anndata 0.7 and 0.8 write, or as labels ({@link #columns}).
  *
  * <p>The CSR row pointer is read and checked at open (monotone, starting at 0, ending at the number of stored
  * values): 8 bytes per cell in memory. Column indices are checked against {@code n_vars} as rows are read.
