@@ -301,6 +301,29 @@ class CarriedColumnsTest {
     }
 
     @Test
+    void namedIndexesKeepTheirNames() {
+        Path input = dir.resolve("named.h5ad");
+        PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata
+                a = anndata.AnnData(sp.csr_matrix(np.random.default_rng(3).poisson(2.0, (25, 15)).astype(np.float32)))
+                a.obs_names = [f"bc{i}" for i in range(25)]
+                a.obs.index.name = "barcode"
+                a.var.index.name = "gene_ids"
+                a.var["gene_short_name"] = [f"g{i}" for i in range(15)]
+                a.write_h5ad(sys.argv[1])
+                print("ok")
+                """, input);
+        Path output = dir.resolve("named-out.h5ad");
+        Preprocess.builder().setInput(input).optHighlyVariable(5).optProgress(ProgressListener.silent()).run(output);
+        assertEquals("barcode gene_ids", PythonPeer.run("""
+                import sys, anndata
+                out = anndata.read_h5ad(sys.argv[1])
+                print(out.obs.index.name, out.var.index.name)
+                """, output));
+        PythonPeer.run(COMPARE, input, output);
+    }
+
+    @Test
     void subsetKeepsTypeAndCategories() {
         FrameColumn.Categorical cat = new FrameColumn.Categorical(new FrameColumn.Numbers(DType.INT16, new short[]{2, -1, 0}),
                 new FrameColumn.Strings(new String[]{"c", "a", "b"}), true);
