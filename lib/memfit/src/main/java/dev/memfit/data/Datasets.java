@@ -357,7 +357,8 @@ public final class Datasets {
      * @param frame "obs" or "var"
      * @return column name to its values, in the stored column order (the index excluded): a {@code String[]} for
      *         strings and categoricals (a missing category is {@code null}), a {@code boolean[]} for booleans (which
-     *         anndata stores as an HDF5 enum), a {@code double[]} for numbers
+     *         anndata stores as an HDF5 enum), a {@code double[]} for numbers: labels to read, not a copy to write
+     *         elsewhere ({@link dev.memfit.io.hdf5.H5ad#frameColumns} keeps each column's type)
      * @throws MemfitException when the frame is neither "obs" nor "var", or the file is not a valid {@code .h5ad}
      */
     public static Map<String, Object> columns(Path h5ad, String frame) {

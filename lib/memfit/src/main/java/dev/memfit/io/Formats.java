@@ -304,7 +304,7 @@ public final class Formats {
                 facts.put("matrices", String.join("; ", matrices.entrySet().stream()
                         .map(entry -> entry.getKey() + ": " + entry.getValue()).toList()));
             }
-            facts.put("obs_columns", String.join(", ", h5ad.columns("obs").keySet()));
+            facts.put("obs_columns", String.join(", ", h5ad.columnNames("obs")));   // names only: no column is read
             return new DataFile(shownAs, Format.H5AD, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
                     size(List.of(file)), facts);
         }

@@ -3,6 +3,7 @@ package dev.memfit.prep;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
+import dev.memfit.io.hdf5.FrameColumn;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.io.storage.OutputLock;
@@ -12,6 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -33,6 +35,10 @@ import java.util.Map;
 public final class Preprocess {
 
     private static final int BINS = 20;
+    /** The obs column of each cell's raw total that the output adds. */
+    private static final String RAW_TOTALS = "n_counts_raw";
+    /** The var columns of statistics that the output adds. */
+    private static final List<String> STATISTICS = List.of("highly_variable", "means", "dispersions", "dispersions_norm");
 
     private Preprocess() {
     }
@@ -225,7 +231,7 @@ public final class Preprocess {
         try (OutputLock lock = OutputLock.acquire(output);
              H5ad h5ad = H5ad.builder().setFile(input).optLayer(settings.layer).optProgress(listener).open()) {
             Pass pass = pass(input, h5ad, settings.targetSum);
-            pass.checkCells();
+            pass.checkInput();   // a column the output cannot carry is refused before any pass over X
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
             if (settings.blockRows > 0) {
                 pass.optBlockRows(settings.blockRows);
@@ -274,6 +280,8 @@ public final class Preprocess {
         private final double targetSum;
         private final int genes;
         private long blockRows;
+        /** The input's obs and var columns, read by {@link #checkInput} or {@link #finishOutput}. */
+        private List<Map<String, FrameColumn>> frames;
         /** Each cell's total, kept by a {@link #sums} over every block for pass two (which recomputes them otherwise). */
         private double[] cellTotals;
 
@@ -316,6 +324,42 @@ public final class Preprocess {
          */
         public long blocks() {
             return (h5ad.observations() + blockRows - 1) / blockRows;
+        }
+
+        /**
+         * Refuses what {@link #checkCells} refuses, and a file whose {@code obs} or {@code var} the output cannot
+         * carry: a column of a kind memfit does not carry exactly, or one named as a column preprocessing adds
+         * ({@code n_counts_raw} in obs; {@code highly_variable}, {@code means}, {@code dispersions},
+         * {@code dispersions_norm} in var), which it would replace. Reads both dataframes (kept for
+         * {@link #finishOutput}), before any pass over X.
+         *
+         * @throws InvalidFileException naming the file and the column
+         * @throws MemfitException naming the column that clashes
+         */
+        public void checkInput() {
+            checkCells();
+            frames();
+        }
+
+        /** The input's obs columns and var columns, read once. */
+        private List<Map<String, FrameColumn>> frames() {
+            if (frames == null) {
+                Map<String, FrameColumn> obs = h5ad.frameColumns("obs");
+                Map<String, FrameColumn> var = h5ad.frameColumns("var");
+                clash(obs, "obs", List.of(RAW_TOTALS));
+                clash(var, "var", STATISTICS);
+                frames = List.of(obs, var);
+            }
+            return frames;
+        }
+
+        private void clash(Map<String, FrameColumn> columns, String frame, List<String> added) {
+            List<String> both = added.stream().filter(columns::containsKey).toList();
+            if (!both.isEmpty()) {
+                throw new MemfitException(input + ": " + frame + " already has the column(s) " + both + ", which preprocess "
+                        + "writes itself (its statistics of the normalized counts); rename or drop them in anndata "
+                        + "(adata." + frame + ".drop(columns=[...])) and write the file again");
+            }
         }
 
         /**
@@ -425,8 +469,10 @@ public final class Preprocess {
         }
 
         /**
-         * Writes the tables of the processed file once its cells are in: the input's {@code obs}, each cell's raw
-         * total ({@code n_counts_raw}) and the selected genes' statistics; the caller commits.
+         * Writes the tables of the processed file once its cells are in: the input's {@code obs} columns, each with
+         * its type, plus each cell's raw total ({@code n_counts_raw}); the input's {@code var} columns on the selected
+         * genes, plus their statistics ({@code highly_variable}, {@code means}, {@code dispersions},
+         * {@code dispersions_norm}); the index names of both. The caller commits.
          *
          * @param writer the output
          * @param statistics the selection
@@ -438,10 +484,12 @@ public final class Preprocess {
             if (cellNames.length == totals.length) {
                 writer.cellNames(cellNames);
             }
-            for (Map.Entry<String, Object> column : h5ad.columns("obs").entrySet()) {
-                writer.obs(column.getKey(), column.getValue());
-            }
-            writer.obs("n_counts_raw", totals);
+            writer.obsIndexName(h5ad.indexName("obs")).varIndexName(h5ad.indexName("var"));
+            List<Map<String, FrameColumn>> frames = frames();
+            // every input column with its type; var's on the selected genes only
+            frames.get(0).forEach(writer::obs);
+            writer.obs(RAW_TOTALS, totals);
+            frames.get(1).forEach((name, column) -> writer.var(name, column.subset(keep)));
             writer.var("highly_variable", fill(keep.length))
                     .var("means", pick(statistics.means(), keep))
                     .var("dispersions", pick(statistics.dispersions(), keep))

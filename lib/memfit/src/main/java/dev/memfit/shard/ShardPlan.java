@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
+import dev.memfit.io.hdf5.FrameColumn;
 import dev.memfit.io.hdf5.H5ad;
 
 import java.io.IOException;
@@ -238,6 +239,11 @@ public final class ShardPlan implements Serializable {
                     layer = h5ad.layer();
                     anySparse |= h5ad.sparse();
                     inputGenes.add(h5ad.index("var"));
+                    // a column the cell tables cannot carry is refused now, before any shard is written
+                    if (h5ad.frameColumns("obs").containsKey(CellTable.CELL_ID)) {
+                        throw new MemfitException(input + ": obs has a column '" + CellTable.CELL_ID + "', the name of the "
+                                + "cell tables' column of cell names; rename it in anndata and write the file again");
+                    }
                     cells[i] = h5ad.observations();
                     if (cells[i] == 0) {
                         throw new InvalidFileException(input, -1, "at least one cell to shard", "n_obs = 0 (X of shape [0, "
@@ -389,7 +395,7 @@ public final class ShardPlan implements Serializable {
         private final H5ad h5ad;
         private final int[] positions;
         private final Arena arena = Arena.ofConfined();
-        private Map<String, Object> obs;
+        private Map<String, FrameColumn> obs;
         private String[] barcodes;
         private ShardWriter.Buffers buffers;
 
@@ -435,7 +441,7 @@ public final class ShardPlan implements Serializable {
         public void prepare() {
             if (buffers == null) {
                 h5ad.prepareRows();
-                obs = h5ad.columns("obs");
+                obs = h5ad.frameColumns("obs");
                 barcodes = h5ad.index("obs");
                 buffers = new ShardWriter.Buffers(arena, h5ad, vocabulary.size(), layout);
             }

@@ -36,6 +36,24 @@ import java.util.List;
  */
 public final class ShardStore implements SampleSource {
 
+    /** Reads a Parquet row's values and keeps nothing. */
+    private static final blue.strategic.parquet.Hydrator<Object, Object, String[]> COUNT_ROWS = new blue.strategic.parquet.Hydrator<>() {
+        @Override
+        public Object start() {
+            return Boolean.TRUE;
+        }
+
+        @Override
+        public Object add(Object row, String[] heading, Object value) {
+            return row;
+        }
+
+        @Override
+        public Object finish(Object row) {
+            return row;
+        }
+    };
+
     private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -189,7 +207,9 @@ public final class ShardStore implements SampleSource {
         }
         Path parquet = folder.resolve(shard.path("metadata").asText());
         long rows;
-        try (var stream = ParquetReader.streamContentToStrings(parquet.toFile())) {
+        // every value is read (a damaged page fails here), none kept; not as strings: parquet-floor's string reader
+        // fails on a null, which a categorical's missing value or a nullable column's is
+        try (var stream = ParquetReader.streamContent(parquet.toFile(), COUNT_ROWS)) {
             rows = stream.count();
         } catch (IOException | RuntimeException e) {
             throw new InvalidFileException(parquet, -1, "a Parquet table of cell metadata", "an unreadable file: " + e.getMessage(), e);

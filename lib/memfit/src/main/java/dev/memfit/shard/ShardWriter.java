@@ -1,6 +1,5 @@
 package dev.memfit.shard;
 
-import blue.strategic.parquet.ParquetWriter;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -13,15 +12,12 @@ import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.io.storage.TempFiles;
 import dev.memfit.DType;
+import dev.memfit.io.hdf5.FrameColumn;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.io.npy.NpyWriter;
-import org.apache.parquet.schema.LogicalTypeAnnotation;
-import org.apache.parquet.schema.MessageType;
-import org.apache.parquet.schema.PrimitiveType;
-import org.apache.parquet.schema.Types;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -47,7 +43,7 @@ import java.util.zip.CRC32C;
  * Converts an {@code .h5ad} into a folder of shards, out of core: per shard, the cells x vocabulary genes as CSR
  * ({@code shard_NNNNNN.data.npy}, {@code .indices.npy}, {@code .indptr.npy}: see {@link ShardLayout#SPARSE}, the
  * default for a sparse X) or dense ({@code shard_NNNNNN.npy}, float32), plus {@code shard_NNNNNN.parquet} (the
- * cells' {@code obs} columns); and {@code shard_metadata.json} (layout, vocabulary, cells, and every file of every
+ * cells' {@code obs} columns, each with its type: see {@link CellTable}); and {@code shard_metadata.json} (layout, vocabulary, cells, and every file of every
  * shard with its size and CRC32C, and whether the set is complete).
  *
  * <p>Memory is bounded by one chunk of rows, not by the file. Each shard is written under a temporary name and
@@ -350,7 +346,7 @@ public final class ShardWriter {
      */
     static ShardPlan.WrittenShard writeShard(Path input, Path outputDir, int shard, H5ad h5ad, GeneVocabulary genes,
                                              int[] positions, ShardLayout layout, long first, long count,
-                                             Map<String, Object> obs, String[] barcodes, Buffers buffers,
+                                             Map<String, FrameColumn> obs, String[] barcodes, Buffers buffers,
                                              ProgressListener.Task progress) {
         try {
             String name = shardName(shard);
@@ -690,48 +686,14 @@ public final class ShardWriter {
         return key + " " + now + ", " + was;
     }
 
-    private static void writeParquet(Path target, String[] barcodes, Map<String, Object> obs, long first, long count)
+    private static void writeParquet(Path target, String[] barcodes, Map<String, FrameColumn> obs, long first, long count)
             throws IOException {
-        Types.MessageTypeBuilder schema = Types.buildMessage();
-        schema.required(PrimitiveType.PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named("cell_id");
-        Map<String, Object> columns = new LinkedHashMap<>(obs);
-        for (Map.Entry<String, Object> column : columns.entrySet()) {
-            if (column.getValue() instanceof double[]) {
-                schema.required(PrimitiveType.PrimitiveTypeName.DOUBLE).named(column.getKey());
-            } else if (column.getValue() instanceof boolean[]) {
-                schema.required(PrimitiveType.PrimitiveTypeName.BOOLEAN).named(column.getKey());
-            } else {
-                schema.optional(PrimitiveType.PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(column.getKey());
-            }
-        }
-        MessageType type = schema.named("cells");
         Path temporary = TempFiles.beside(target);
         try {
-            writeParquetRows(temporary, type, barcodes, columns, first, count);
+            CellTable.write(temporary, barcodes, obs, first, count);
             AtomicMove.replace(temporary, target);
         } finally {
             Files.deleteIfExists(temporary);
-        }
-    }
-
-    private static void writeParquetRows(Path temporary, MessageType type, String[] barcodes,
-                                         Map<String, Object> columns, long first, long count) throws IOException {
-        try (ParquetWriter<Integer> writer = ParquetWriter.writeFile(type, temporary.toFile(), (row, values) -> {
-            values.write("cell_id", barcodes.length > row ? barcodes[row] : Integer.toString(row));
-            for (Map.Entry<String, Object> column : columns.entrySet()) {
-                Object data = column.getValue();
-                if (data instanceof double[] numbers) {
-                    values.write(column.getKey(), numbers[row]);
-                } else if (data instanceof boolean[] flags) {
-                    values.write(column.getKey(), flags[row]);
-                } else if (data instanceof String[] texts && texts[row] != null) {
-                    values.write(column.getKey(), texts[row]);
-                }
-            }
-        })) {
-            for (long row = first; row < first + count; row++) {
-                writer.write(Math.toIntExact(row));
-            }
         }
     }
 

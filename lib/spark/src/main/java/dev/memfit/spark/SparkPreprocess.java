@@ -212,7 +212,7 @@ public final class SparkPreprocess {
         try (OutputLock lock = OutputLock.acquire(output);
              H5ad h5ad = H5ad.builder().setFile(settings.input).optLayer(settings.layer).optProgress(settings.progress).open()) {
             Preprocess.Pass pass = pass(Path.of(file), h5ad, settings);
-            pass.checkCells();
+            pass.checkInput();   // as Preprocess: a column the output cannot carry is refused before any pass
             long blockRows = pass.blockRows();
             long blocks = pass.blocks();
             try (SparkSessions.Use use = settings.spark.use("memfit preprocess")) {

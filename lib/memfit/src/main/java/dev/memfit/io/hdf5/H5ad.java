@@ -35,8 +35,9 @@ import java.util.Map;
 
 /**
  * An AnnData {@code .h5ad} file read with jhdf, out of core: {@code X} dense, CSR or CSC (int32 or int64
- * {@code indptr}), read by row ranges, never whole; {@code obs} and {@code var} dataframes with numeric, string and
- * categorical columns, in the layout anndata 0.8 writes.
+ * {@code indptr}), read by row ranges, never whole; {@code obs} and {@code var} dataframes, each column with its
+ * type ({@link #frameColumns}: numbers of every numpy width, bools, strings, categoricals, pandas' nullable integers
+ * and bools) in the encodings anndata 0.7 and 0.8 write, or as labels ({@link #columns}).
  *
  * <p>The CSR row pointer is read and checked at open (monotone, starting at 0, ending at the number of stored
  * values): 8 bytes per cell in memory. Column indices are checked against {@code n_vars} as rows are read.
@@ -1081,31 +1082,83 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
-     * The columns of a dataframe ({@code obs} or {@code var}) in their stored order, excluding the index.
+     * The names of a dataframe's columns ({@code obs} or {@code var}) in their stored order, excluding the index;
+     * nothing else is read.
      *
      * @param frame "obs" or "var"
-     * @return column name to its values: a {@code String[]} (strings and categorical labels), a {@code boolean[]}
-     *         (numpy bool, stored by h5py as an HDF5 enum) or a {@code double[]} (numbers)
+     * @return the names of its {@code column-order} attribute
      */
-    public Map<String, Object> columns(String frame) {
+    public List<String> columnNames(String frame) {
         Group group = frame(frame);
-        Map<String, Object> columns = new LinkedHashMap<>();
-        List<String> order = new ArrayList<>();
-        Hdf5.read(file, group.getPath(), () -> {
+        return Hdf5.read(file, group.getPath(), () -> {
             Attribute columnOrder = group.getAttribute("column-order");
-            if (columnOrder != null && !columnOrder.isEmpty() && columnOrder.getData() instanceof String[] names) {
-                order.addAll(Arrays.asList(names));
+            List<String> order = new ArrayList<>();
+            if (columnOrder != null && !columnOrder.isEmpty()) {
+                Object names = columnOrder.getData();
+                if (names instanceof String[] listed) {
+                    order.addAll(Arrays.asList(listed));
+                } else if (names instanceof String single) {
+                    order.add(single);   // h5py stores a one-name list as a scalar when written by hand
+                }
             }
             return order;
         });
-        for (String name : order) {
+    }
+
+    /**
+     * The columns of a dataframe ({@code obs} or {@code var}) with their types, in their stored order, excluding the
+     * index: what memfit carries into the files it writes, unchanged. Read from anndata 0.8's encodings and the
+     * later spec's ({@code array}, {@code string-array}, {@code categorical}, {@code nullable-integer},
+     * {@code nullable-boolean}) and from anndata 0.7's (a dataset of codes whose attribute {@code categories}
+     * references the categories, {@code __categories/<name>}, whose attribute {@code ordered} says ordered).
+     *
+     * @param frame "obs" or "var"
+     * @return column name to column
+     * @throws InvalidFileException naming the file, the column, what memfit carries and what it found, for a column
+     *         it cannot carry exactly (a 2-D or compound dataset, float16, an unknown encoding), never changing one
+     */
+    public Map<String, FrameColumn> frameColumns(String frame) {
+        Group group = frame(frame);
+        Map<String, FrameColumn> columns = new LinkedHashMap<>();
+        for (String name : columnNames(frame)) {
             columns.put(name, column(group, frame, name));
         }
         return columns;
     }
 
     /**
-     * One column of {@code obs} or {@code var}.
+     * One column of {@code obs} or {@code var} with its type, as {@link #frameColumns} reads it.
+     *
+     * @param frame "obs" or "var"
+     * @param name the column
+     * @return the column
+     * @throws MemfitException naming the columns that exist when it does not
+     */
+    public FrameColumn frameColumn(String frame, String name) {
+        List<String> names = columnNames(frame);
+        if (!names.contains(name)) {
+            throw new MemfitException(file + ": " + frame + " has no column '" + name + "'; it has " + names);
+        }
+        return column(frame(frame), frame, name);
+    }
+
+    /**
+     * The columns of a dataframe ({@code obs} or {@code var}) in their stored order, excluding the index, as labels
+     * ({@link FrameColumn#labels()}): convenient to read, but integers become float64 and categoricals their labels.
+     * {@link #frameColumns} keeps the types.
+     *
+     * @param frame "obs" or "var"
+     * @return column name to its values: a {@code String[]} (strings and categorical labels, null when missing), a
+     *         {@code boolean[]} (numpy bool, stored by h5py as an HDF5 enum) or a {@code double[]} (numbers)
+     */
+    public Map<String, Object> columns(String frame) {
+        Map<String, Object> labels = new LinkedHashMap<>();
+        frameColumns(frame).forEach((name, column) -> labels.put(name, column.labels()));
+        return labels;
+    }
+
+    /**
+     * One column of {@code obs} or {@code var} as labels.
      *
      * @param frame "obs" or "var"
      * @param name the column
@@ -1113,11 +1166,7 @@ public final class H5ad implements AutoCloseable {
      * @throws MemfitException naming the columns that exist when it does not
      */
     public Object column(String frame, String name) {
-        Map<String, Object> all = columns(frame);
-        if (!all.containsKey(name)) {
-            throw new MemfitException(file + ": " + frame + " has no column '" + name + "'; it has " + all.keySet());
-        }
-        return all.get(name);
+        return frameColumn(frame, name).labels();
     }
 
     /**
@@ -1128,16 +1177,29 @@ public final class H5ad implements AutoCloseable {
      */
     public String[] index(String frame) {
         Group group = frame(frame);
-        String indexName = Hdf5.read(file, group.getPath(), () -> stringAttribute(group, "_index"));
-        Object values = column(group, frame, indexName == null ? "_index" : indexName);
-        if (values instanceof String[] names) {
-            return names;
+        FrameColumn values = column(group, frame, indexName(frame));
+        if (values instanceof FrameColumn.Strings names) {
+            return names.values();
         }
-        String[] names = new String[Array.getLength(values)];
+        Object labels = values.labels();
+        String[] names = new String[Array.getLength(labels)];
         for (int i = 0; i < names.length; i++) {
-            names[i] = String.valueOf(Array.get(values, i));
+            names[i] = String.valueOf(Array.get(labels, i));
         }
         return names;
+    }
+
+    /**
+     * The name of a dataframe's index, as its {@code _index} attribute gives it: {@code "_index"} for an unnamed
+     * index (pandas' {@code None}), else the name (say {@code "gene_ids"}), which is also the index dataset's name.
+     *
+     * @param frame "obs" or "var"
+     * @return the name
+     */
+    public String indexName(String frame) {
+        Group group = frame(frame);
+        String name = Hdf5.read(file, group.getPath(), () -> stringAttribute(group, "_index"));
+        return name == null ? "_index" : name;
     }
 
     /** The group of a dataframe. */
@@ -1152,11 +1214,11 @@ public final class H5ad implements AutoCloseable {
     }
 
     /** A column, checked to hold one value per row of the dataframe (n_obs for obs, n_vars for var). */
-    private Object column(Group group, String frame, String name) {
+    private FrameColumn column(Group group, String frame, String name) {
         String path = "/" + frame + "/" + name;
-        Object values = Hdf5.read(file, path, () -> readColumn(group, path, name));
+        FrameColumn values = Hdf5.read(file, path, () -> readColumn(group, path, name));
         long expected = "obs".equals(frame) ? observations : "var".equals(frame) ? variables : -1;
-        int length = Array.getLength(values);
+        int length = values.size();
         if (expected >= 0 && length != expected) {
             String size = "obs".equals(frame) ? "n_obs" : "n_vars";
             throw new InvalidFileException(file, -1, path + " of " + expected + " values (" + size + ", from X)",
@@ -1165,84 +1227,261 @@ public final class H5ad implements AutoCloseable {
         return values;
     }
 
-    private Object readColumn(Group group, String path, String name) {
+    /** What memfit carries, for the messages that refuse a column. */
+    private static final String CARRIED = "a column anndata writes (integers, float32, float64, bool or strings as a 1-D "
+            + "array or string-array; categorical; nullable-integer; nullable-boolean)";
+
+    /** The advice that ends a refusal. */
+    private static final String CONVERT = "; convert or drop that column in anndata and write the file again";
+
+    private FrameColumn readColumn(Group group, String path, String name) {
         Node node = group.getChildren().get(name);
         if (node instanceof Dataset dataset) {
-            if (dataset.isEmpty()) {
-                // jhdf returns null for a dataset of no elements (a frame of zero rows)
-                return dataset.getJavaType() == String.class ? new String[0] : new double[0];
+            if (dataset.getAttribute("categories") != null) {
+                return legacyCategorical(group, dataset, path, name);
             }
-            Object values = dataset.getData();
-            if (dataset.getDataType() instanceof EnumDataType type && values instanceof String[] names
-                    && BOOLEAN_ENUM.equals(type.getEnumMapping())) {
-                // anndata (through h5py) stores numpy bool as an HDF5 enum {FALSE: 0, TRUE: 1}; jhdf reads its names
-                boolean[] flags = new boolean[names.length];
-                for (int i = 0; i < names.length; i++) {
-                    flags[i] = "TRUE".equals(names[i]);
-                }
-                return flags;
+            String encoding = stringAttribute(dataset, "encoding-type");
+            if (encoding != null && !encoding.equals("array") && !encoding.equals("string-array")) {
+                throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a dataset of encoding-type '" + encoding
+                        + "'" + CONVERT);
             }
-            if (values instanceof String[] strings) {
-                return strings;
-            }
-            if (values == null || !values.getClass().isArray() || !(values.getClass().getComponentType().isPrimitive()
-                    || Number.class.isAssignableFrom(values.getClass().getComponentType()))) {
-                throw new InvalidFileException(file, -1, "a column " + path + " of numbers, strings or bool",
-                        Hdf5.typeName(dataset.getDataType()) + " of " + dataset.getDimensions().length + " dimensions");
-            }
-            return toDoubles(values);
+            return array(dataset, path);
         }
-        if (node instanceof Group categorical) {
-            return categorical(categorical, path);
+        if (node instanceof Group encoded) {
+            String encoding = stringAttribute(encoded, "encoding-type");
+            Map<String, Node> children = encoded.getChildren();
+            if ("categorical".equals(encoding) || encoding == null && children.containsKey("codes")
+                    && children.containsKey("categories")) {
+                return categorical(encoded, path);
+            }
+            if ("nullable-integer".equals(encoding) || "nullable-boolean".equals(encoding)) {
+                return nullable(encoded, path, "nullable-boolean".equals(encoding));
+            }
+            throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a group of encoding-type '" + encoding
+                    + "' holding " + children.keySet() + CONVERT);
         }
-        throw new InvalidFileException(file, -1, "a column " + path, "none");
+        throw new InvalidFileException(file, -1, "a column " + path + " (listed in column-order)", "none");
     }
 
-    /** Labels of a categorical column ({@code codes} into {@code categories}, -1 for missing), codes checked. */
-    private String[] categorical(Group group, String path) {
+    /** A one-dimensional dataset of numbers, bools or strings, with its exact type. */
+    private FrameColumn array(Dataset dataset, String path) {
+        int[] dimensions = dataset.getDimensions();
+        io.jhdf.object.datatype.DataType type = dataset.getDataType();
+        if (dimensions.length != 1) {
+            throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a dataset of shape " + Arrays.toString(dimensions)
+                    + " (" + Hdf5.typeName(type) + ")" + CONVERT);
+        }
+        boolean empty = dataset.isEmpty() || dimensions[0] == 0;
+        Object data = empty ? null : dataset.getData();
+        if (type instanceof FixedPoint fixed) {
+            DType dtype = switch (fixed.getSize()) {
+                case 1 -> fixed.isSigned() ? DType.INT8 : DType.UINT8;
+                case 2 -> fixed.isSigned() ? DType.INT16 : DType.UINT16;
+                case 4 -> fixed.isSigned() ? DType.INT32 : DType.UINT32;
+                case 8 -> fixed.isSigned() ? DType.INT64 : DType.UINT64;
+                default -> null;
+            };
+            if (dtype != null) {
+                return new FrameColumn.Numbers(dtype, integers(data, dtype, empty ? 0 : Array.getLength(data)));
+            }
+        } else if (type instanceof FloatingPoint floating && (floating.getSize() == 4 || floating.getSize() == 8)) {
+            if (floating.getSize() == 4) {
+                return FrameColumn.Numbers.of(empty ? new float[0] : (float[]) data);
+            }
+            return FrameColumn.Numbers.of(empty ? new double[0] : (double[]) data);
+        } else if (type instanceof EnumDataType enumeration && BOOLEAN_ENUM.equals(enumeration.getEnumMapping())) {
+            // anndata (through h5py) stores numpy bool as an HDF5 enum {FALSE: 0, TRUE: 1}; jhdf reads its names
+            String[] names = empty ? new String[0] : (String[]) data;
+            boolean[] flags = new boolean[names.length];
+            for (int i = 0; i < names.length; i++) {
+                flags[i] = "TRUE".equals(names[i]);
+            }
+            return new FrameColumn.Bools(flags);
+        } else if (dataset.getJavaType() == String.class) {
+            String[] texts = empty ? new String[0] : ((String[]) data).clone();
+            for (int i = 0; i < texts.length; i++) {
+                if (texts[i] == null) {
+                    texts[i] = "";   // an unset variable-length string, which h5py reads as ''
+                }
+            }
+            return new FrameColumn.Strings(texts);
+        }
+        throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a dataset of " + Hdf5.typeName(type) + CONVERT);
+    }
+
+    /** jhdf's integers (unsigned ones widened: uint8/uint16 as int, uint32 as long, uint64 as BigInteger) in their storage. */
+    private static Object integers(Object data, DType dtype, int n) {
+        switch (dtype) {
+            case INT8, UINT8 -> {
+                if (data instanceof byte[] bytes) {
+                    return bytes;
+                }
+                byte[] values = new byte[n];
+                for (int i = 0; i < n; i++) {
+                    values[i] = (byte) ((Number) Array.get(data, i)).intValue();
+                }
+                return values;
+            }
+            case INT16, UINT16 -> {
+                if (data instanceof short[] shorts) {
+                    return shorts;
+                }
+                short[] values = new short[n];
+                for (int i = 0; i < n; i++) {
+                    values[i] = (short) ((Number) Array.get(data, i)).intValue();
+                }
+                return values;
+            }
+            case INT32, UINT32 -> {
+                if (data instanceof int[] ints) {
+                    return ints;
+                }
+                int[] values = new int[n];
+                for (int i = 0; i < n; i++) {
+                    values[i] = (int) ((Number) Array.get(data, i)).longValue();
+                }
+                return values;
+            }
+            default -> {
+                if (data instanceof long[] longs) {
+                    return longs;
+                }
+                long[] values = new long[n];
+                for (int i = 0; i < n; i++) {
+                    // a uint64 above 2^63 comes as a BigInteger: its low 64 bits are the stored pattern
+                    values[i] = ((Number) Array.get(data, i)).longValue();
+                }
+                return values;
+            }
+        }
+    }
+
+    /** A categorical group ({@code codes}, {@code categories}, attribute {@code ordered}), checked. */
+    private FrameColumn categorical(Group group, String path) {
         Map<String, Node> children = group.getChildren();
         if (!(children.get("categories") instanceof Dataset categorySet) || !(children.get("codes") instanceof Dataset codeSet)) {
             throw new InvalidFileException(file, -1, "a categorical column " + path + " (datasets codes and categories)",
                     "a group holding " + children.keySet() + " (encoding-type " + stringAttribute(group, "encoding-type") + ")");
         }
-        String[] categories;
-        if (categorySet.isEmpty()) {
-            categories = new String[0];
-        } else if (categorySet.getData() instanceof String[] names) {
-            categories = names;
-        } else {
-            // numeric categories (a categorical of integers): labelled as pandas prints them
-            Object numbers = categorySet.getData();
-            categories = new String[Array.getLength(numbers)];
-            for (int i = 0; i < categories.length; i++) {
-                categories[i] = String.valueOf(Array.get(numbers, i));
+        return categorical(path, array(codeSet, path + "/codes"), array(categorySet, path + "/categories"),
+                booleanAttribute(group, "ordered", path));
+    }
+
+    /**
+     * anndata 0.7's categorical: a dataset of codes whose attribute {@code categories} is an object reference to the
+     * categories (anndata wrote them to {@code __categories/<name>} beside the columns; zarr stores wrote that path
+     * as a string), whose attribute {@code ordered} says whether they are ordered.
+     */
+    private FrameColumn legacyCategorical(Group group, Dataset codeSet, String path, String name) {
+        Object reference = codeSet.getAttribute("categories").getData();
+        Node conventional = group.getChildren().get("__categories") instanceof Group categories
+                ? categories.getChildren().get(name) : null;
+        Node target = null;
+        String found;
+        if (reference instanceof Number address) {
+            // jhdf reads an object reference as the address of the object's header; the dataset anndata wrote to
+            // __categories/<name> has that address (getNodeByAddress finds any other target, under no path)
+            if (conventional != null && conventional.getAddress() == address.longValue()) {
+                target = conventional;
+            } else {
+                try {
+                    target = hdf.getNodeByAddress(address.longValue());
+                } catch (RuntimeException e) {
+                    target = null;
+                }
             }
+            found = "an object reference to address " + address + " that is " + (target == null ? "no object" : "a group");
+        } else if (reference instanceof String relative) {
+            Node node = group;
+            for (String part : relative.split("/")) {
+                node = part.isEmpty() || node == null ? node : node instanceof Group parent ? parent.getChildren().get(part) : null;
+            }
+            target = node;
+            found = "the path '" + relative + "', which names " + (node == null ? "nothing" : "a group");
+        } else {
+            found = "an attribute categories of " + Hdf5.typeName(codeSet.getAttribute("categories").getDataType());
         }
-        long[] codes = codeSet.isEmpty() ? new long[0] : longs(codeSet.getData());
-        String[] labels = new String[codes.length];
-        for (int i = 0; i < codes.length; i++) {
-            long code = codes[i];
-            if (code < -1 || code >= categories.length) {
-                throw new InvalidFileException(file, -1, "codes of the categorical " + path + " in [-1, " + categories.length
-                        + ") (" + categories.length + " categories, -1 for missing)", "code " + code + " at row " + i
+        if (!(target instanceof Dataset categorySet)) {
+            throw new InvalidFileException(file, -1, "the categories of the anndata 0.7 categorical " + path
+                    + " (an object reference to a dataset such as " + group.getPath() + "__categories/" + name + ")", found);
+        }
+        String categoriesPath = target == conventional ? group.getPath() + "__categories/" + name : path + " (its categories)";
+        return categorical(path, array(codeSet, path), array(categorySet, categoriesPath),
+                booleanAttribute(categorySet, "ordered", categoriesPath));
+    }
+
+    private FrameColumn categorical(String path, FrameColumn codes, FrameColumn categories, boolean ordered) {
+        if (!(codes instanceof FrameColumn.Numbers numbers) || !numbers.isInteger() || numbers.isUnsigned()) {
+            throw new InvalidFileException(file, -1, "signed integer codes of the categorical " + path,
+                    codes.typeName() + CONVERT);
+        }
+        if (!(categories instanceof FrameColumn.Strings) && !(categories instanceof FrameColumn.Numbers)) {
+            throw new InvalidFileException(file, -1, "string or numeric categories of the categorical " + path,
+                    categories.typeName() + " categories" + CONVERT);
+        }
+        for (int i = 0; i < numbers.size(); i++) {
+            long code = numbers.longAt(i);
+            if (code < -1 || code >= categories.size()) {
+                throw new InvalidFileException(file, -1, "codes of the categorical " + path + " in [-1, " + categories.size()
+                        + ") (" + categories.size() + " categories, -1 for missing)", "code " + code + " at row " + i
                         + "; the file is damaged or was not written by anndata: write it again");
             }
-            labels[i] = code < 0 ? null : categories[(int) code];
         }
-        return labels;
+        return new FrameColumn.Categorical(numbers, categories, ordered);
+    }
+
+    /** A nullable column ({@code values} and an optional {@code mask}, true where missing). */
+    private FrameColumn nullable(Group group, String path, boolean bools) {
+        Map<String, Node> children = group.getChildren();
+        String kind = bools ? "nullable-boolean" : "nullable-integer";
+        if (!(children.get("values") instanceof Dataset valueSet)) {
+            throw new InvalidFileException(file, -1, "a " + kind + " column " + path + " (a dataset values and a mask)",
+                    "a group holding " + children.keySet());
+        }
+        FrameColumn values = array(valueSet, path + "/values");
+        boolean fits = bools ? values instanceof FrameColumn.Bools
+                : values instanceof FrameColumn.Numbers numbers && numbers.isInteger();
+        if (!fits) {
+            throw new InvalidFileException(file, -1, (bools ? "bool" : "integer") + " values of the " + kind + " column " + path,
+                    values.typeName() + CONVERT);
+        }
+        boolean[] mask = null;
+        if (children.get("mask") != null) {
+            if (!(children.get("mask") instanceof Dataset maskSet)
+                    || !(array(maskSet, path + "/mask") instanceof FrameColumn.Bools flags)) {
+                throw new InvalidFileException(file, -1, "a bool mask in " + path + "/mask", "something else" + CONVERT);
+            }
+            if (flags.size() != values.size()) {
+                throw new InvalidFileException(file, -1, path + "/mask as long as its values (" + values.size() + ")",
+                        flags.size() + " entries");
+            }
+            mask = flags.values();
+        }
+        return new FrameColumn.Nullable(values, mask);
+    }
+
+    /** An attribute that h5py wrote from a Python or numpy bool (an enum, read as "TRUE"/"FALSE"), or a number. */
+    private boolean booleanAttribute(Node node, String name, String path) {
+        Attribute attribute = node.getAttribute(name);
+        if (attribute == null || attribute.isEmpty()) {
+            return false;   // anndata reads a missing 'ordered' as False
+        }
+        Object value = attribute.getData();
+        if (value != null && value.getClass().isArray() && Array.getLength(value) == 1) {
+            value = Array.get(value, 0);
+        }
+        return switch (value) {
+            case Boolean flag -> flag;
+            case String text when text.equalsIgnoreCase("TRUE") -> true;
+            case String text when text.equalsIgnoreCase("FALSE") -> false;
+            case Number number -> number.longValue() != 0;
+            case null, default -> throw new InvalidFileException(file, -1, "a bool attribute '" + name + "' on " + path,
+                    String.valueOf(value));
+        };
     }
 
     /** The HDF5 enum h5py writes for numpy's bool. */
     private static final Map<Integer, String> BOOLEAN_ENUM = Map.of(0, "FALSE", 1, "TRUE");
-
-    private static double[] toDoubles(Object array) {
-        double[] values = new double[Array.getLength(array)];
-        for (int i = 0; i < values.length; i++) {
-            Object value = Array.get(array, i);
-            values[i] = value instanceof Boolean flag ? (flag ? 1 : 0) : ((Number) value).doubleValue();
-        }
-        return values;
-    }
 
     /** Closes the file. */
     @Override

@@ -190,8 +190,10 @@ public final class H5adWriter implements AutoCloseable {
     private final Hdf5Writer.Stream chunkedIndices;
     /** The indices' spill file (contiguous layout), else null. */
     private final FileChannel indices;
-    private final Map<String, Object> obs = new LinkedHashMap<>();
-    private final Map<String, Object> var = new LinkedHashMap<>();
+    private final Map<String, FrameColumn> obs = new LinkedHashMap<>();
+    private final Map<String, FrameColumn> var = new LinkedHashMap<>();
+    private String obsIndex = "_index";
+    private String varIndex = "_index";
     private String[] cellNames;
     private long[] indptr = new long[1024];
     private long cells;
@@ -369,28 +371,111 @@ public final class H5adWriter implements AutoCloseable {
     }
 
     /**
-     * Adds an {@code obs} column.
+     * Names the {@code obs} index (pandas' {@code obs.index.name}; default none, stored as {@code _index}).
      *
-     * @param name the column
-     * @param values one per cell: {@code float[]}, {@code double[]}, {@code int[]}, {@code long[]},
-     *               {@code boolean[]} or {@code String[]} (stored as a categorical)
+     * @param name the name, such as {@code "barcode"}, or {@code "_index"} for none
      * @return this writer
      */
-    public H5adWriter obs(String name, Object values) {
-        obs.put(name, values);
+    public H5adWriter obsIndexName(String name) {
+        obsIndex = checkIndexName(name);
         return this;
     }
 
     /**
-     * Adds a {@code var} column.
+     * Names the {@code var} index (pandas' {@code var.index.name}; default none, stored as {@code _index}).
      *
-     * @param name the column
-     * @param values one per gene, as for {@link #obs}
+     * @param name the name, such as {@code "gene_ids"}, or {@code "_index"} for none
      * @return this writer
      */
-    public H5adWriter var(String name, Object values) {
-        var.put(name, values);
+    public H5adWriter varIndexName(String name) {
+        varIndex = checkIndexName(name);
         return this;
+    }
+
+    private static String checkIndexName(String name) {
+        if (name == null || name.isEmpty() || name.contains("/")) {
+            throw new IllegalArgumentException("an index name is a non-empty HDF5 name without '/', got '" + name + "'");
+        }
+        return name;
+    }
+
+    /**
+     * Adds an {@code obs} column with its type, written in anndata 0.8's encoding for it: numbers and bools as an
+     * {@code array} of the same type, strings as a {@code string-array}, a categorical with its codes' type, its
+     * categories in their order and its {@code ordered} flag, a nullable column as {@code nullable-integer} or
+     * {@code nullable-boolean}.
+     *
+     * @param name the column, not given before
+     * @param column one value per cell
+     * @return this writer
+     * @throws IllegalArgumentException when the column was given already
+     */
+    public H5adWriter obs(String name, FrameColumn column) {
+        return put(obs, "obs", name, column);
+    }
+
+    /**
+     * Adds a {@code var} column with its type, as {@link #obs(String, FrameColumn)} does.
+     *
+     * @param name the column, not given before
+     * @param column one value per gene
+     * @return this writer
+     * @throws IllegalArgumentException when the column was given already
+     */
+    public H5adWriter var(String name, FrameColumn column) {
+        return put(var, "var", name, column);
+    }
+
+    /**
+     * Adds an {@code obs} column from a Java array.
+     *
+     * @param name the column, not given before
+     * @param values one per cell: {@code float[]}, {@code double[]}, {@code int[]}, {@code long[]},
+     *               {@code boolean[]}, {@code String[]} (stored as a categorical of the distinct strings, sorted;
+     *               {@code null} as missing) or a {@link FrameColumn}
+     * @return this writer
+     * @throws IllegalArgumentException when the column was given already
+     */
+    public H5adWriter obs(String name, Object values) {
+        return put(obs, "obs", name, column(values));
+    }
+
+    /**
+     * Adds a {@code var} column from a Java array.
+     *
+     * @param name the column, not given before
+     * @param values one per gene, as for {@link #obs(String, Object)}
+     * @return this writer
+     * @throws IllegalArgumentException when the column was given already
+     */
+    public H5adWriter var(String name, Object values) {
+        return put(var, "var", name, column(values));
+    }
+
+    private H5adWriter put(Map<String, FrameColumn> frame, String frameName, String name, FrameColumn column) {
+        if (column == null) {
+            throw new IllegalArgumentException(frameName + " column '" + name + "' is null");
+        }
+        if (frame.putIfAbsent(name, column) != null) {
+            // a second column of one name would replace the first without a word
+            throw new IllegalArgumentException(frameName + " already has a column '" + name + "'");
+        }
+        return this;
+    }
+
+    /** A Java array as the column memfit has always written for it. */
+    private static FrameColumn column(Object values) {
+        return switch (values) {
+            case FrameColumn column -> column;
+            case String[] labels -> FrameColumn.Categorical.ofLabels(labels);
+            case boolean[] flags -> new FrameColumn.Bools(flags);
+            case float[] numbers -> FrameColumn.Numbers.of(numbers);
+            case double[] numbers -> FrameColumn.Numbers.of(numbers);
+            case int[] numbers -> FrameColumn.Numbers.of(numbers);
+            case long[] numbers -> FrameColumn.Numbers.of(numbers);
+            case null, default -> throw new IllegalArgumentException("a column is a float[], double[], int[], long[], "
+                    + "boolean[], String[] or FrameColumn, not " + (values == null ? "null" : values.getClass().getSimpleName()));
+        };
     }
 
     /** Finishes the file and gives it its final name, replacing any file there. */
@@ -420,8 +505,8 @@ public final class H5adWriter implements AutoCloseable {
                     names[i] = "cell_" + i;
                 }
             }
-            dataframe("obs", names, obs);
-            dataframe("var", genes, var);
+            dataframe("obs", names, obsIndex, obs);
+            dataframe("var", genes, varIndex, var);
             for (String empty : new String[]{"layers", "obsm", "obsp", "uns", "varm", "varp"}) {
                 hdf.root().group(empty).attribute("encoding-type", "dict").attribute("encoding-version", "0.1.0");
             }
@@ -456,54 +541,70 @@ public final class H5adWriter implements AutoCloseable {
         columns.finish(stored);
     }
 
-    private void dataframe(String name, String[] index, Map<String, Object> columns) {
+    private void dataframe(String name, String[] index, String indexName, Map<String, FrameColumn> columns) {
         if (index.length != (name.equals("obs") ? cells : genes.length)) {
             throw new IllegalArgumentException(name + " index has " + index.length + " names for "
                     + (name.equals("obs") ? cells + " cells" : genes.length + " genes"));
         }
+        if (columns.containsKey(indexName)) {
+            throw new IllegalArgumentException(name + " index name '" + indexName + "' is also a column's");
+        }
         Hdf5Writer.Group frame = hdf.root().group(name);
-        frame.attribute("_index", "_index").attribute("column-order", columns.keySet().toArray(String[]::new))
+        frame.attribute("_index", indexName).attribute("column-order", columns.keySet().toArray(String[]::new))
                 .attribute("encoding-type", "dataframe").attribute("encoding-version", "0.2.0");
-        frame.dataset("_index", index).attribute("encoding-type", "string-array").attribute("encoding-version", "0.2.0");
-        for (Map.Entry<String, Object> column : columns.entrySet()) {
-            Object values = column.getValue();
-            int length = java.lang.reflect.Array.getLength(values);
-            if (length != index.length) {
-                throw new IllegalArgumentException(name + " column '" + column.getKey() + "' has " + length
+        strings(frame, indexName, index, name + " index");
+        for (Map.Entry<String, FrameColumn> column : columns.entrySet()) {
+            FrameColumn values = column.getValue();
+            if (values.size() != index.length) {
+                throw new IllegalArgumentException(name + " column '" + column.getKey() + "' has " + values.size()
                         + " values for " + index.length + " rows");
             }
-            if (values instanceof String[] labels) {
-                categorical(frame.group(column.getKey()), labels);
-            } else {
-                frame.dataset(column.getKey(), values).attribute("encoding-type", "array").attribute("encoding-version", "0.2.0");
+            write(frame, column.getKey(), values, name + " column '" + column.getKey() + "'");
+        }
+    }
+
+    /** One column in anndata 0.8's encoding for its kind (anndata's {@code write_elem}). */
+    private static void write(Hdf5Writer.Group frame, String key, FrameColumn column, String what) {
+        switch (column) {
+            case FrameColumn.Numbers numbers -> array(frame.dataset(key, numbers.dtype(), numbers.values()));
+            case FrameColumn.Bools flags -> array(frame.dataset(key, flags.values()));
+            case FrameColumn.Strings texts -> strings(frame, key, texts.values(), what);
+            case FrameColumn.Categorical categorical -> {
+                Hdf5Writer.Group group = frame.group(key);
+                group.attribute("encoding-type", "categorical").attribute("encoding-version", "0.2.0")
+                        .attribute("ordered", categorical.ordered());
+                write(group, "codes", categorical.codes(), what + " (codes)");
+                write(group, "categories", categorical.categories(), what + " (categories)");
+            }
+            case FrameColumn.Nullable nullable -> {
+                Hdf5Writer.Group group = frame.group(key);
+                group.attribute("encoding-type", nullable.isBoolean() ? "nullable-boolean" : "nullable-integer")
+                        .attribute("encoding-version", "0.1.0");
+                // a mask only where the file had one: anndata reads a column without one as all present
+                if (nullable.mask() != null) {
+                    write(group, "mask", new FrameColumn.Bools(nullable.mask()), what + " (mask)");
+                }
+                write(group, "values", nullable.values(), what + " (values)");
             }
         }
     }
 
-    /** Strings as anndata stores them: the distinct values sorted as categories, and small integer codes (-1 for null). */
-    private static void categorical(Hdf5Writer.Group group, String[] labels) {
-        String[] categories = Arrays.stream(labels).filter(java.util.Objects::nonNull).distinct().sorted().toArray(String[]::new);
-        Map<String, Integer> code = new LinkedHashMap<>();
-        for (int i = 0; i < categories.length; i++) {
-            code.put(categories[i], i);
-        }
-        group.attribute("encoding-type", "categorical").attribute("encoding-version", "0.2.0").attribute("ordered", false);
-        group.dataset("categories", categories).attribute("encoding-type", "string-array").attribute("encoding-version", "0.2.0");
-        Object codes;
-        if (categories.length < Byte.MAX_VALUE) {
-            byte[] small = new byte[labels.length];
-            for (int i = 0; i < labels.length; i++) {
-                small[i] = (byte) (labels[i] == null ? -1 : code.get(labels[i]));
+    private static void array(Hdf5Writer.Dataset dataset) {
+        dataset.attribute("encoding-type", "array").attribute("encoding-version", "0.2.0");
+    }
+
+    /**
+     * Strings as a {@code string-array}, stored fixed-length and null-padded (UTF-8): a string holding U+0000 would
+     * come back cut there, so it is refused.
+     */
+    private static void strings(Hdf5Writer.Group frame, String key, String[] values, String what) {
+        for (int i = 0; i < values.length; i++) {
+            if (values[i].indexOf('\0') >= 0) {
+                throw new IllegalArgumentException(what + ": string " + i + " holds a NUL character, which a fixed-length "
+                        + "HDF5 string cannot keep");
             }
-            codes = small;
-        } else {
-            int[] wide = new int[labels.length];
-            for (int i = 0; i < labels.length; i++) {
-                wide[i] = labels[i] == null ? -1 : code.get(labels[i]);
-            }
-            codes = wide;
         }
-        group.dataset("codes", codes).attribute("encoding-type", "array").attribute("encoding-version", "0.2.0");
+        frame.dataset(key, values).attribute("encoding-type", "string-array").attribute("encoding-version", "0.2.0");
     }
 
     /** Abandons an uncommitted file (deletes it); does nothing after {@link #commit()}. */

@@ -317,17 +317,35 @@ public final class Hdf5Writer implements AutoCloseable {
          * @return the dataset
          */
         public Dataset dataset(String name, Object values) {
+            return addArray(name, Encoded.of(values));
+        }
+
+        private Dataset addArray(String name, Encoded encoded) {
             if (open != null) {
                 // Its bytes would land inside the open stream's contiguous extent.
                 throw new IllegalStateException("cannot add dataset " + name + " to " + file + " while dataset "
                         + open.dataset + " is being streamed: finish the stream first");
             }
-            Encoded encoded = Encoded.of(values);
             Dataset dataset = add(name, new Dataset(encoded.datatype, new long[]{encoded.count}));
             dataset.dataAddress = encoded.data.remaining() == 0 ? UNDEFINED : end;
             dataset.dataBytes = encoded.data.remaining();
             writeAtEnd(encoded.data);
             return dataset;
+        }
+
+        /**
+         * Adds a one-dimensional dataset of numbers of a given type (unsigned ones included) from the Java array that
+         * stores them, written to the file now; not while a stream is open.
+         *
+         * @param name its name
+         * @param type an integer type, {@code FLOAT32} or {@code FLOAT64}
+         * @param values {@code byte[]} for int8 and uint8, {@code short[]} for int16 and uint16, {@code int[]} for
+         *               int32 and uint32, {@code long[]} for int64 and uint64 (unsigned values as their bit pattern),
+         *               {@code float[]} for float32, {@code double[]} for float64
+         * @return the dataset
+         */
+        public Dataset dataset(String name, DType type, Object values) {
+            return addArray(name, Encoded.typed(type, values));
         }
 
         /**
@@ -932,6 +950,26 @@ public final class Hdf5Writer implements AutoCloseable {
                 case double[] a -> numbers(DType.FLOAT64, a.length, false, b -> b.asDoubleBuffer().put(a));
                 default -> throw new IllegalArgumentException("cannot write a " + value.getClass().getSimpleName() + " to HDF5");
             };
+        }
+
+        /** A numeric array of a given type from its storage array (see {@link Group#dataset(String, DType, Object)}). */
+        static Encoded typed(DType type, Object values) {
+            Encoded encoded = switch (type) {
+                case INT8, UINT8 -> values instanceof byte[] a
+                        ? new Encoded(Datatypes.numeric(type), a.length, false, ByteBuffer.wrap(a.clone())) : null;
+                case INT16, UINT16 -> values instanceof short[] a
+                        ? numbers(type, a.length, false, b -> b.asShortBuffer().put(a)) : null;
+                case INT32, UINT32 -> values instanceof int[] a ? numbers(type, a.length, false, b -> b.asIntBuffer().put(a)) : null;
+                case INT64, UINT64 -> values instanceof long[] a ? numbers(type, a.length, false, b -> b.asLongBuffer().put(a)) : null;
+                case FLOAT32 -> values instanceof float[] a ? numbers(type, a.length, false, b -> b.asFloatBuffer().put(a)) : null;
+                case FLOAT64 -> values instanceof double[] a ? numbers(type, a.length, false, b -> b.asDoubleBuffer().put(a)) : null;
+                default -> throw new IllegalArgumentException("no HDF5 dataset of " + type + " numbers");
+            };
+            if (encoded == null) {
+                throw new IllegalArgumentException(type + " values cannot be stored from a "
+                        + (values == null ? "null" : values.getClass().getSimpleName()));
+            }
+            return encoded;
         }
 
         private static Encoded numbers(DType type, int count, boolean scalar, java.util.function.Consumer<ByteBuffer> fill) {
