@@ -19,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -415,6 +416,23 @@ class ObjectDatasetsTest {
             assertEquals(11, described.samples());
             assertEquals(Formats.Format.STAR, described.format());
             assertEquals(Datasets.describe(star).bytesOnDisk(), described.bytesOnDisk());
+        }
+    }
+
+    @Test
+    void aStarInAJobFolderOfTheBucketFindsItsStacksAboveItAndNeverLeavesTheBucket() throws Exception {
+        // RELION's layout in a bucket: particles/Job/job004/run.star names its stacks from particles/ (the project)
+        server.put(BUCKET, "particles/Job/job004/run.star", Files.readAllBytes(star));
+        server.put(BUCKET, "particles/Job/job004/escape.star",
+                "data_\nloop_\n_rlnImageName #1\n1@../../../../other-bucket/stack_a.mrcs\n".getBytes(StandardCharsets.UTF_8));
+        try (ObjectCache cache = cache(64L << 20)) {
+            Formats.DataFile described = Datasets.describe(ObjectUri.parse("s3://" + BUCKET + "/particles/Job/job004/run.star"), cache);
+            assertEquals(11, described.samples());
+            assertEquals(Datasets.describe(star).bytesOnDisk(), described.bytesOnDisk());
+            MemfitException e = assertThrows(MemfitException.class, () -> Datasets.describe(
+                    ObjectUri.parse("s3://" + BUCKET + "/particles/Job/job004/escape.star"), cache));
+            assertTrue(e.getMessage().contains("line 4: expected a stack name inside the listing's bucket, found "
+                    + "'../../../../other-bucket/stack_a.mrcs'"), e.getMessage());
         }
     }
 }

@@ -85,6 +85,17 @@ final class StackLocator {
             }
             return named;
         }
+        if (storage != null && !named.isAbsolute()) {
+            // an object's relative name stays in the listing's bucket: '..' past the bucket would name another bucket
+            // (s3:/other/...) or, past the scheme, a local path
+            Path bucket = listing.subpath(0, Math.min(2, listing.getNameCount()));
+            Path deepest = (candidates.isEmpty() ? bucket : candidates.getFirst()).resolve(named).normalize();
+            if (!deepest.startsWith(bucket) || deepest.getNameCount() <= bucket.getNameCount()) {
+                throw new MemfitException(listing + " line " + line + ": expected a stack name inside the listing's "
+                        + "bucket, found '" + name + "', which leaves it; name another bucket's stacks by their full "
+                        + "address (s3://bucket/key) in a listing of their own");
+            }
+        }
         List<Path> tried = new ArrayList<>();
         if (last != null) {
             Path file = last.resolve(named).normalize();
@@ -94,6 +105,9 @@ final class StackLocator {
         }
         for (Path folder : candidates) {
             Path file = folder.resolve(named).normalize();
+            if (storage != null && !named.isAbsolute() && !file.startsWith(listing.subpath(0, 2))) {
+                continue;   // from a folder near the bucket's top, '..' would leave the bucket
+            }
             tried.add(folder);
             if (!folder.equals(last) && exists(file)) {
                 return found(folder, file);
