@@ -102,8 +102,9 @@ public final class ObjectCache implements Storage {
     static final String STAGED = "object";
     static final String STAGED_NOTE = "object.verified";
     /**
-     * Block files kept mapped per cache: a mapping holds no file descriptor, and a warm epoch over a few GiB of 8 MiB
-     * blocks then opens none (it was 64 open channels before mappings).
+     * Block files kept mapped per cache at most: a mapping holds no file descriptor, and a warm epoch over a few GiB
+     * of 8 MiB blocks then opens none (it was 64 open channels before mappings). Fewer when the limit holds fewer
+     * blocks ({@link #openBlocks}): a mapping of a file another process evicted keeps its disk space until unmapped.
      */
     private static final int OPEN_BLOCKS = 512;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
@@ -134,6 +135,8 @@ public final class ObjectCache implements Storage {
     private final Set<Path> fetchedBeforeTheirTurn = ConcurrentHashMap.newKeySet();
     /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
     private final Map<Path, BlockHandle> handles = new ConcurrentHashMap<>();
+    /** The most blocks kept mapped: {@link #OPEN_BLOCKS}, or as many as the limit holds, at least 4. */
+    private final int openBlocks;
     /** The cache folder of each pinned version: computing it hashes with SHA-256, too slow for every small read. */
     private final Map<ObjectInfo, Path> entries = new ConcurrentHashMap<>();
     /**
@@ -162,6 +165,7 @@ public final class ObjectCache implements Storage {
         this.folder = settings.folder.toAbsolutePath().normalize();
         this.limitBytes = settings.limitBytes;
         this.blockBytes = settings.blockBytes;
+        this.openBlocks = (int) Math.max(4, Math.min(OPEN_BLOCKS, settings.limitBytes / settings.blockBytes));
         this.fetchSlots = new Semaphore(settings.parallelRequests);
         try {
             Files.createDirectories(folder);
@@ -518,6 +522,7 @@ public final class ObjectCache implements Storage {
     private void readBlock(ObjectInfo info, Path entry, Path file, long block, long offset, MemorySegment into,
                            boolean fetched) {
         long expected = blockLength(info, block);
+        int remapped = 0;
         for (int attempt = 0; attempt < 4; attempt++) {
             // a block mapped by this cache is read from its mapping without asking the file system again; its bytes
             // are still checked below (another process evicting the file leaves the mapped bytes intact)
@@ -538,11 +543,20 @@ public final class ObjectCache implements Storage {
                     continue;
                 }
             }
+            if (!handle.acquire()) {
+                // unmapped meanwhile (evicted, or least recently used): map it again, which is no failed attempt
+                if (++remapped < 100) {
+                    attempt--;
+                }
+                continue;
+            }
             try {
                 handle.copy(offset, into);
             } catch (CorruptBlock e) {
                 discard(file, handle);
                 continue;
+            } finally {
+                handle.release();
             }
             long inserted = insertions.get();
             if (handle.markedAt != inserted) {
@@ -577,8 +591,15 @@ public final class ObjectCache implements Storage {
      * (a 32 KiB piece per 4 KiB row). A new mapping (another process, or after this cache dropped it) checks again.
      */
     private static final class BlockHandle {
+        private final Arena arena;
         private final MemorySegment data;
         private final int[] crcs;
+        /**
+         * Readers copying from the mapping, plus one for the cache's own reference until {@link #retire}: the mapping
+         * is unmapped (and an evicted file's disk space returned) when it drops to 0, never under a reader.
+         */
+        private final java.util.concurrent.atomic.AtomicInteger users = new java.util.concurrent.atomic.AtomicInteger(1);
+        private final java.util.concurrent.atomic.AtomicBoolean retired = new java.util.concurrent.atomic.AtomicBoolean();
         /** Pieces whose CRC32C held; racy on purpose: a piece another thread just checked may be checked twice. */
         private final boolean[] checked;
         /** {@link #insertions} when this block was last marked as used; racy on purpose (a hint). */
@@ -586,10 +607,35 @@ public final class ObjectCache implements Storage {
         /** {@link System#nanoTime()} of the last copy, for unmapping the least recently used; racy on purpose. */
         long lastUsed = System.nanoTime();
 
-        BlockHandle(MemorySegment data, int[] crcs) {
+        BlockHandle(Arena arena, MemorySegment data, int[] crcs) {
+            this.arena = arena;
             this.data = data;
             this.crcs = crcs;
             this.checked = new boolean[crcs.length];
+        }
+
+        /** Takes the mapping for one copy; false once it is unmapped or being unmapped. */
+        boolean acquire() {
+            for (int n = users.get(); n > 0; n = users.get()) {
+                if (users.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** Ends a copy; the last one after {@link #retire} unmaps. */
+        void release() {
+            if (users.decrementAndGet() == 0) {
+                arena.close();
+            }
+        }
+
+        /** Drops the cache's reference: unmapped now, or when the last copy in progress ends. */
+        void retire() {
+            if (retired.compareAndSet(false, true)) {
+                release();
+            }
         }
 
         /** Copies {@code into.byteSize()} bytes from {@code offset}, checking every piece they touch not yet checked. */
@@ -651,16 +697,18 @@ public final class ObjectCache implements Storage {
             int[] crcs = new int[pieces];
             table.asIntBuffer().get(crcs);
             // Block files are never written in place (temporary name, then rename): the mapping stays valid, also
-            // after the file is evicted, and the channel can be closed at once. An automatic arena: a mapping dropped
-            // from this cache is unmapped by the garbage collector once no reader holds it, so a reader never finds
-            // it unmapped under it (an evicted file's disk space returns then).
-            MemorySegment data = channel.map(FileChannel.MapMode.READ_ONLY, 0, dataLength, Arena.ofAuto());
-            BlockHandle handle = new BlockHandle(data, crcs);
+            // after the file is evicted, and the channel can be closed at once. A shared arena, closed when the last
+            // reader of a dropped mapping is done (BlockHandle.users): an evicted file's disk space returns then, not
+            // when the garbage collector gets to it (a tight limit could otherwise fill the disk).
+            Arena arena = Arena.ofShared();
+            MemorySegment data = channel.map(FileChannel.MapMode.READ_ONLY, 0, dataLength, arena);
+            BlockHandle handle = new BlockHandle(arena, data, crcs);
             BlockHandle previous = handles.putIfAbsent(file, handle);
             if (previous != null) {
+                handle.retire();
                 return previous; // another thread mapped it meanwhile
             }
-            if (handles.size() > OPEN_BLOCKS) {
+            if (handles.size() > openBlocks) {
                 unmapLeastRecentlyUsed();
             }
             return handle;
@@ -672,13 +720,15 @@ public final class ObjectCache implements Storage {
     /** Drops the least recently used quarter of the mapped blocks (readers racing with it map them again). */
     private void unmapLeastRecentlyUsed() {
         synchronized (handles) {
-            if (handles.size() <= OPEN_BLOCKS) {
+            if (handles.size() <= openBlocks) {
                 return;
             }
             List<Map.Entry<Path, BlockHandle>> all = new ArrayList<>(handles.entrySet());
             all.sort(Comparator.comparingLong(entry -> entry.getValue().lastUsed));
-            for (Map.Entry<Path, BlockHandle> entry : all.subList(0, all.size() - OPEN_BLOCKS * 3 / 4)) {
-                handles.remove(entry.getKey(), entry.getValue());
+            for (Map.Entry<Path, BlockHandle> entry : all.subList(0, all.size() - openBlocks * 3 / 4)) {
+                if (handles.remove(entry.getKey(), entry.getValue())) {
+                    entry.getValue().retire();
+                }
             }
         }
     }
@@ -686,8 +736,8 @@ public final class ObjectCache implements Storage {
     /** Drops this cache's mapping of a block whose file is gone or bad. */
     private void unmap(Path file, BlockHandle handle) {
         BlockHandle open = handles.get(file);
-        if (open != null && (handle == null || open == handle)) {
-            handles.remove(file, open);
+        if (open != null && (handle == null || open == handle) && handles.remove(file, open)) {
+            open.retire();
         }
     }
 
@@ -873,8 +923,8 @@ public final class ObjectCache implements Storage {
             if (Files.deleteIfExists(file.file())) {
                 evictedBlocks.increment();
             }
-            // dropped from this cache (a later read fetches it again); the mapping, and with it the deleted file's
-            // disk space, is released when the garbage collector frees it, not at once
+            // dropped from this cache (a later read fetches it again); unmapped as soon as no read is copying from
+            // it, which returns the deleted file's disk space
             unmap(file.file(), null);
             total -= file.bytes();
         }
@@ -915,12 +965,15 @@ public final class ObjectCache implements Storage {
         return (name.endsWith(BLOCK_SUFFIX) || name.equals(STAGED)) && !TempFiles.isTemporary(name);
     }
 
-    /** Marks a cached file as just used, for least-recently-used eviction across processes. */
-    private static void touch(Path file) {
+    /**
+     * Marks a cached file as just used, for least-recently-used eviction across processes; a block found evicted (by
+     * another process) is unmapped, which returns its disk space.
+     */
+    private void touch(Path file) {
         try {
             Files.setLastModifiedTime(file, FileTime.from(Instant.now()));
-        } catch (NoSuchFileException ignored) {
-            // evicted right after the read: nothing to mark
+        } catch (NoSuchFileException evicted) {
+            unmap(file, null);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot mark " + file + " as used", e);
         }
@@ -1393,7 +1446,9 @@ public final class ObjectCache implements Storage {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        handles.clear();
+        for (Path file : List.copyOf(handles.keySet())) {
+            unmap(file, null);
+        }
         store.close();
     }
 }

@@ -207,6 +207,22 @@ class ObjectCacheTest {
     }
 
     @Test
+    void evictedBlocksGiveTheirDiskSpaceBackAtOnce() throws Exception {
+        // a limit of 3 blocks under a pass over 6: each block evicted while this cache still has it mapped must be
+        // unmapped then, not when the garbage collector gets to it (a tight limit could otherwise fill the disk)
+        try (ObjectCache cache = cache(3 * blockOnDisk())) {
+            for (long position = HEAD_PAST; position < single.length; position += BLOCK / 2) {
+                int length = (int) Math.min(1000, single.length - position);
+                assertArrayEquals(slice(single, position, length), read(cache, uri("single.bin"), position, length));
+            }
+            assertTrue(cache.statistics().evictedBlocks() >= 2, cache.statistics().toString());
+            List<String> deletedButMapped = Files.readAllLines(Path.of("/proc/self/maps")).stream()
+                    .filter(line -> line.contains(folder.toString()) && line.endsWith("(deleted)")).toList();
+            assertEquals(List.of(), deletedButMapped);
+        }
+    }
+
+    @Test
     void aCorruptCachedBlockIsDetectedAndFetchedAgain() throws Exception {
         try (ObjectCache cache = cache(1L << 30)) {
             // block 1 cached and mapped; its first piece (bytes 0..32 KiB of the block) not read yet
