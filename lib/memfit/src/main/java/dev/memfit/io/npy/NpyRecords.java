@@ -117,15 +117,23 @@ public record NpyRecords(List<Field> fields, long rowBytes, long rows, long[] sh
          * @return the value; a {@code <u8} above 2^63 - 1 comes back negative, as a signed value would
          */
         public long integer(ByteBuffer rows, int rowStart) {
-            ByteBuffer in = rows.duplicate().order(order);
-            int at = Math.toIntExact(rowStart + offset);
-            return switch (itemBytes) {
-                case 1 -> kind == 'u' ? Byte.toUnsignedLong(in.get(at)) : in.get(at);
-                case 2 -> kind == 'u' ? Short.toUnsignedLong(in.getShort(at)) : in.getShort(at);
-                case 4 -> kind == 'u' ? Integer.toUnsignedLong(in.getInt(at)) : in.getInt(at);
-                case 8 -> in.getLong(at);
-                default -> throw new IllegalStateException(type + " is not an integer field");
-            };
+            if (!isInteger()) {
+                throw new IllegalStateException(this + " is not an integer field");
+            }
+            long value = bits(rows, Math.toIntExact(rowStart + offset), itemBytes);
+            int unused = 64 - 8 * itemBytes;
+            // sign-extend a signed value; an unsigned one is already zero-extended
+            return kind == 'i' ? value << unused >> unused : value;
+        }
+
+        /** The bytes at {@code at} as an unsigned number in this field's byte order, allocating nothing per call. */
+        private long bits(ByteBuffer rows, int at, int bytes) {
+            long value = 0;
+            for (int i = 0; i < bytes; i++) {
+                int b = order == ByteOrder.BIG_ENDIAN ? i : bytes - 1 - i;
+                value = value << 8 | Byte.toUnsignedLong(rows.get(at + b));
+            }
+            return value;
         }
 
         /**
@@ -147,13 +155,12 @@ public record NpyRecords(List<Field> fields, long rowBytes, long rows, long[] sh
                 rows.get(at, bytes);
                 return new String(bytes, StandardCharsets.UTF_8);
             }
-            ByteBuffer in = rows.duplicate().order(order);
-            while (end > at && in.getInt(end - 4) == 0) {
+            while (end > at && bits(rows, end - 4, 4) == 0) {
                 end -= 4;
             }
             StringBuilder text = new StringBuilder((end - at) / 4);
             for (int i = at; i < end; i += 4) {
-                int codePoint = in.getInt(i);
+                int codePoint = (int) bits(rows, i, 4);
                 text.appendCodePoint(Character.isValidCodePoint(codePoint) ? codePoint : 0xFFFD);
             }
             return text.toString();
