@@ -86,6 +86,11 @@ public record NpyRecords(List<Field> fields, long rowBytes, long rows, long[] sh
             shape = shape.clone();
         }
 
+        /**
+         * The sub-array shape (a copy).
+         *
+         * @return the dimensions, empty for a scalar field
+         */
         @Override
         public long[] shape() {
             return shape.clone();
@@ -183,6 +188,11 @@ public record NpyRecords(List<Field> fields, long rowBytes, long rows, long[] sh
         }
     }
 
+    /**
+     * The array's shape (a copy).
+     *
+     * @return the dimensions
+     */
     @Override
     public long[] shape() {
         return shape.clone();
