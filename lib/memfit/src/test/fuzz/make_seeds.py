@@ -142,6 +142,42 @@ write(f"{txt}/bad_truncated_stack.txt", b"c.mrcs\n")
 write(f"{txt}/bad_not_utf8.txt", b"a.mrcs\n\xff\xfe\n")
 write(f"{txt}/bad_nul.txt", b"a.mrcs\x00\n")
 
+# ---- cryoSPARC .cs (numpy records in cryoSPARC's field layout, naming the fixture stacks)
+cs = folder("mrc", "CsFuzzTestInputs", "fuzzCs")
+CS_FIELDS = [("uid", "<u8"), ("blob/path", "S12"), ("blob/idx", "<u4"), ("blob/shape", "<u4", (2,)),
+             ("blob/psize_A", "<f4"), ("blob/sign", "<f4"), ("ctf/type", "S9"), ("ctf/df1_A", "<f4")]
+
+
+def cs_bytes(rows, fields=CS_FIELDS, edit=None):
+    table = np.zeros(len(rows), dtype=fields)
+    table["uid"] = np.arange(len(rows)) + 2 ** 63
+    table["blob/path"] = [p for p, _ in rows]
+    table["blob/idx"] = [i for _, i in rows]
+    if edit:
+        edit(table)
+    return npy_bytes(table)
+
+
+write(f"{cs}/valid_two_stacks.cs", cs_bytes([("a.mrcs", 0), ("a.mrcs", 1), ("d/e.mrcs", 2), ("d/e.mrcs", 0)]))
+write(f"{cs}/valid_exported.cs", cs_bytes([(">a.mrcs", 1), (">s.mrc", 0)]))
+write(f"{cs}/valid_unicode.cs", cs_bytes([("my stack.mrcs", 1)], [("uid", "<u8"), ("blob/path", "<U14"),
+                                                                   ("blob/idx", ">i8")]))
+write(f"{cs}/bad_index_range.cs", cs_bytes([("a.mrcs", 0), ("a.mrcs", 2)]))
+write(f"{cs}/bad_size_mismatch.cs", cs_bytes([("a.mrcs", 0), ("b.mrcs", 0)]))
+write(f"{cs}/bad_missing_stack.cs", cs_bytes([("nothere.mrcs", 0)]))
+write(f"{cs}/bad_folder_and_truncated.cs", cs_bytes([("f.mrcs", 0), ("c.mrcs", 0)]))
+write(f"{cs}/bad_truncated.cs", cs_bytes([("a.mrcs", 0), ("a.mrcs", 1)])[:-5])
+write(f"{cs}/bad_no_blob.cs", npy_bytes(np.zeros(2, dtype=[("uid", "<u8"), ("ctf/df1_A", "<f4")])))
+write(f"{cs}/bad_empty_path.cs", cs_bytes([("", 0)]))
+write(f"{cs}/bad_plain_npy.cs", npy_bytes(np.zeros(3, dtype=np.float32)))
+write(f"{cs}/bad_object.cs", npy_raw({"descr": [("uid", "<u8"), ("blob/path", "|O"), ("blob/idx", "<u4")],
+                                      "fortran_order": False, "shape": (1,)}, b"\0" * 20))
+write(f"{cs}/bad_type.cs", npy_raw({"descr": [("blob/path", "|S6"), ("blob/idx", "<q4")],
+                                    "fortran_order": False, "shape": (1,)}, b"a.mrcs\0\0\0\0"))
+write(f"{cs}/bad_huge_rows.cs", npy_raw({"descr": [("blob/path", "|S6"), ("blob/idx", "<u4")],
+                                         "fortran_order": False, "shape": (2 ** 62,)}, b"a.mrcs\0\0\0\0"))
+write(f"{cs}/bad_csdat.cs", b"\x95CSDAT" + struct.pack("<I", 2) + b"{}")
+
 # ---- .h5ad (anndata's defaults, then the bad cases of issue 11 made with h5py)
 h5 = folder("hdf5", "H5adFuzzTestInputs", "fuzzH5ad")
 pending = folder("hdf5", "H5adFuzzPending")

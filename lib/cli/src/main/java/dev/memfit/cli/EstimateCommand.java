@@ -20,7 +20,7 @@ import java.util.concurrent.Callable;
         description = "Estimate heap, native, mapped, device and page-cache memory of training on a file, and advise how to load it.")
 final class EstimateCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star), local or in a bucket (s3://bucket/key, gs://...; a shard folder s3://bucket/shards/)")
+    @Parameters(paramLabel = "FILE", description = "a .npy, an .h5ad atlas, or particles (.mrcs, .txt, .star, .cs), local or in a bucket (s3://bucket/key, gs://...; a shard folder s3://bucket/shards/)")
     private Path file;
 
     @Option(names = "--model-params", defaultValue = "0", description = "trainable parameters of the model")

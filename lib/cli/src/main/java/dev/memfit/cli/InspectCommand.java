@@ -42,15 +42,15 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, an .h5ad, an object in a bucket (s3://bucket/x.npy, .h5ad, .mrcs, .star, a shard folder s3://bucket/shards/; gs://...), read through the cache of MEMFIT_CACHE_DIR, an .h5 written by pack or a folder of .npy samples")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, a cryoSPARC .cs, an .h5ad, an object in a bucket (s3://bucket/x.npy, .h5ad, .mrcs, .star, .cs, a shard folder s3://bucket/shards/; gs://...), read through the cache of MEMFIT_CACHE_DIR, an .h5 written by pack or a folder of .npy samples")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
     private boolean json;
 
-    @Option(names = "--datadir", paramLabel = "DIR", description = "for a .star or .txt listing: the folder its relative "
-            + "stack names start from (cryoDRGN's --datadir); by default they are looked for under the listing's folder, "
-            + "then each folder above it (a RELION project's), then the working folder")
+    @Option(names = "--datadir", paramLabel = "DIR", description = "for a .star, .cs or .txt listing: the folder its "
+            + "relative stack names start from (cryoDRGN's --datadir); by default they are looked for under the listing's "
+            + "folder, then each folder above it (a RELION or cryoSPARC project's), then the working folder")
     private Path datadir;
 
     @Option(names = "--layer", defaultValue = "X", paramLabel = "MATRIX", description = "for an .h5ad: the matrix read, "
@@ -163,7 +163,7 @@ final class InspectCommand implements Callable<Integer> {
                         throw ObjectCache.aboutObject(e, staged, uri);
                     }
                 }
-                case MRC, STACK_LIST, STAR -> facts.put("sum", sum(ParticleStack.open(path, null, cache), cache));
+                case MRC, STACK_LIST, STAR, CRYOSPARC -> facts.put("sum", sum(ParticleStack.open(path, null, cache), cache));
                 case SHARDS -> {
                     try (ObjectShardStore store = ObjectShardStore.builder().setFolder(uri).setCache(cache).build()) {
                         store.prefetchOrder(java.util.stream.IntStream.range(0, store.shardSizes().length).toArray());
@@ -207,7 +207,7 @@ final class InspectCommand implements Callable<Integer> {
                     yield h5ad.sum();
                 }
             }
-            case MRC, STACK_LIST, STAR -> sumLocal(ParticleStack.open(file));
+            case MRC, STACK_LIST, STAR, CRYOSPARC -> sumLocal(ParticleStack.open(file));
             case PACKED_HDF5 -> sumLocal(PackedFile.open(file));
             case NPY_FOLDER -> sumLocal(FileSet.open(file));
             case SHARDS -> {

@@ -64,7 +64,8 @@ public final class Datasets {
     }
 
     /**
-     * Particle images: one {@code .mrcs} stack, a {@code .txt} list of stacks or a RELION {@code .star} file.
+     * Particle images: one {@code .mrcs} stack, a {@code .txt} list of stacks, a RELION {@code .star} or a cryoSPARC
+     * {@code .cs} file.
      *
      * @param path the stack or listing
      * @return the next step: eager or lazy
@@ -74,8 +75,9 @@ public final class Datasets {
     }
 
     /**
-     * Particle images named by a local path or an object address: a {@code .mrcs} stack, a {@code .txt} list of stacks
-     * or a RELION {@code .star} in a bucket ({@code s3://bucket/particles.star}) whose stacks are in the same bucket,
+     * Particle images named by a local path or an object address: a {@code .mrcs} stack, a {@code .txt} list of stacks,
+     * a RELION {@code .star} or a cryoSPARC {@code .cs} in a bucket ({@code s3://bucket/particles.star}) whose stacks
+     * are in the same bucket,
      * read through a verified local cache ({@link ParticleDataset#optCache}).
      *
      * @param pathOrUri a local path or an object address
@@ -131,7 +133,7 @@ public final class Datasets {
     public static LoaderBuilder open(Path path) {
         return switch (Formats.detect(path)) {
             case NPY -> npy(path).mapped();
-            case MRC, STACK_LIST, STAR -> particles(path).lazy(4);
+            case MRC, STACK_LIST, STAR, CRYOSPARC -> particles(path).lazy(4);
             case PACKED_HDF5 -> new RecordDataset(() -> PackedFile.open(path)).lazy(4);
             case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
             case SHARDS -> shards(path);
@@ -301,7 +303,8 @@ public final class Datasets {
                 }
             }
         }
-        if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".star") || name.endsWith(".txt")) {
+        if (name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".star") || name.endsWith(".txt")
+                || name.endsWith(".cs")) {
             return describeParticles(uri, cache);
         }
         if (name.isEmpty() || name.endsWith("/") || !last.contains(".")) {
@@ -322,7 +325,7 @@ public final class Datasets {
             }
         }
         throw new MemfitException(uri + ": expected an object memfit reads from a bucket (.npy, .h5ad, .mrcs/.mrc, "
-                + ".star, a .txt list of stacks, or a shard folder ending in /)");
+                + ".star, a cryoSPARC .cs, a .txt list of stacks, or a shard folder ending in /)");
     }
 
     private static Formats.DataFile describeParticles(ObjectUri uri, ObjectCache cache) {
@@ -331,7 +334,7 @@ public final class Datasets {
         String name = uri.key().toLowerCase(java.util.Locale.ROOT);
         boolean single = name.endsWith(".mrcs") || name.endsWith(".mrc");
         Formats.Format format = single ? Formats.Format.MRC : name.endsWith(".star") ? Formats.Format.STAR
-                : Formats.Format.STACK_LIST;
+                : name.endsWith(".cs") ? Formats.Format.CRYOSPARC : Formats.Format.STACK_LIST;
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("format", single ? "MRC2014 mode " + dev.memfit.io.mrc.MrcHeader.mode(header.dtype())
                 : format.description() + ", " + stack.files().size() + " stack(s)");

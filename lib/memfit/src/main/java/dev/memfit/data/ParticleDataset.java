@@ -11,8 +11,8 @@ import java.util.Objects;
 import java.util.function.Supplier;
 
 /**
- * The first step of loading particle images from a {@code .mrcs}, a {@code .txt} list or a RELION {@code .star}:
- * where relative paths point, where bytes come from, then eager or lazy.
+ * The first step of loading particle images from a {@code .mrcs}, a {@code .txt} list, a RELION {@code .star} or a
+ * cryoSPARC {@code .cs}: where relative paths point, where bytes come from, then eager or lazy.
  *
  * <p>A listing in a bucket ({@code s3://bucket/particles.star}, {@link Datasets#particles(String)}) is read through an
  * {@link ObjectCache}, and so are its stacks, which relative names place under the listing's prefix: the listing and

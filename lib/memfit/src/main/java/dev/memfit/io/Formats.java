@@ -47,6 +47,8 @@ public final class Formats {
         STACK_LIST("list of MRC stacks"),
         /** A RELION {@code .star} file naming {@code index@stack} images. */
         STAR("RELION star"),
+        /** A cryoSPARC {@code .cs} file: numpy records whose {@code blob/path} and {@code blob/idx} place each image. */
+        CRYOSPARC("cryoSPARC .cs"),
         /** An AnnData {@code .h5ad} single-cell file; samples are cells. */
         H5AD("AnnData .h5ad"),
         /** An HDF5 file written by {@code ./memfit pack}: {@code /samples} and {@code /names}. */
@@ -116,7 +118,7 @@ public final class Formats {
                 return Format.SHARDS;
             }
             String folder = path.getFileName() == null ? "" : path.getFileName().toString().toLowerCase(Locale.ROOT);
-            for (String extension : List.of(".npy", ".mrcs", ".mrc", ".star", ".txt", ".h5ad", ".h5", ".hdf5")) {
+            for (String extension : List.of(".npy", ".mrcs", ".mrc", ".star", ".cs", ".txt", ".h5ad", ".h5", ".hdf5")) {
                 if (folder.endsWith(extension)) {
                     // a folder named like a file is a slip (a wrong path, an unpacked archive): say so, not "no samples"
                     throw new InvalidFileException(path, -1, "a " + extension + " file", "a directory");
@@ -139,6 +141,9 @@ public final class Formats {
         if (name.endsWith(".txt")) {
             return Format.STACK_LIST;
         }
+        if (name.endsWith(".cs")) {
+            return Format.CRYOSPARC;
+        }
         if (name.endsWith(".h5ad")) {
             return Format.H5AD;
         }
@@ -146,14 +151,23 @@ public final class Formats {
             return Format.PACKED_HDF5;
         }
         if (Npy.looksLikeNpy(path)) {
-            return Format.NPY;
+            return isCryoSparc(path) ? Format.CRYOSPARC : Format.NPY;
         }
         if (Hdf5.looksLikeHdf5(path)) {
             return Format.PACKED_HDF5;
         }
         throw new MemfitException(path + ": expected a format memfit reads (.npy, .mrcs/.mrc, a .txt list of stacks, "
-                + ".star, .h5ad, an .h5 written by pack, a folder of .npy samples or of shards), found a file without "
-                + "the .npy or HDF5 signature or one of those extensions");
+                + ".star, a cryoSPARC .cs, .h5ad, an .h5 written by pack, a folder of .npy samples or of shards), found a "
+                + "file without the .npy or HDF5 signature or one of those extensions");
+    }
+
+    /** A file of numpy records with a {@code blob/path} field, whatever its name: a cryoSPARC particle file. */
+    private static boolean isCryoSparc(Path path) {
+        try {
+            return Npy.readRecords(path).field("blob/path") != null;
+        } catch (MemfitException e) {
+            return false;   // not records (a plain .npy), or damaged: the .npy reader says why
+        }
     }
 
     /**
@@ -195,7 +209,7 @@ public final class Formats {
         Map<String, Object> facts = new LinkedHashMap<>();
         return switch (format) {
             case NPY -> npy(path, Npy.readHeader(path), size(List.of(path)));
-            case MRC, STACK_LIST, STAR -> particles(path, null);
+            case MRC, STACK_LIST, STAR, CRYOSPARC -> particles(path, null);
             case H5AD -> openH5ad(path, path);
             case PACKED_HDF5 -> {
                 PackedFile packed = PackedFile.open(path);
@@ -218,7 +232,8 @@ public final class Formats {
     }
 
     /**
-     * Describes a particle stack, a {@code .txt} list of stacks or a RELION {@code .star} file, from headers only, its
+     * Describes a particle stack, a {@code .txt} list of stacks, a RELION {@code .star} or a cryoSPARC {@code .cs}
+     * file, from headers only (and a {@code .cs} file's path and index fields), its
      * relative stack names resolved as {@link ParticleStack#open(Path, Path)} resolves them; the facts say under which
      * folder ({@code stacks_under}).
      *
@@ -229,9 +244,9 @@ public final class Formats {
      */
     public static DataFile particles(Path path, Path datadir) {
         Format format = detect(path);
-        if (format != Format.MRC && format != Format.STACK_LIST && format != Format.STAR) {
-            throw new MemfitException(path + ": expected a particle stack (.mrcs), a list of stacks (.txt) or a RELION "
-                    + ".star file, found " + format.description());
+        if (format != Format.MRC && format != Format.STACK_LIST && format != Format.STAR && format != Format.CRYOSPARC) {
+            throw new MemfitException(path + ": expected a particle stack (.mrcs), a list of stacks (.txt), a RELION "
+                    + ".star or a cryoSPARC .cs file, found " + format.description());
         }
         Map<String, Object> facts = new LinkedHashMap<>();
         ParticleStack stack = ParticleStack.open(path, datadir);

@@ -152,7 +152,7 @@ public sealed interface LoadingStrategy {
         public LoaderBuilder loader(Path path) {
             return switch (Formats.detect(path)) {
                 case NPY -> Datasets.npy(path).inMemory();
-                case MRC, STACK_LIST, STAR -> Datasets.particles(path).eager();
+                case MRC, STACK_LIST, STAR, CRYOSPARC -> Datasets.particles(path).eager();
                 case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).eager();
                 case NPY_FOLDER -> Datasets.records(FileSet.open(path)).eager();
                 case SHARDS -> Datasets.owned(() -> {
@@ -238,7 +238,7 @@ public sealed interface LoadingStrategy {
         public LoaderBuilder loader(Path path) {
             return switch (Formats.detect(path)) {
                 case NPY -> Datasets.npy(path).mapped().optThreads(threads);
-                case MRC, STACK_LIST, STAR -> Datasets.particles(path).lazy(threads);
+                case MRC, STACK_LIST, STAR, CRYOSPARC -> Datasets.particles(path).lazy(threads);
                 case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).lazy(threads);
                 case NPY_FOLDER -> Datasets.records(FileSet.open(path)).lazy(threads);
                 case SHARDS -> Datasets.shards(path).optThreads(threads);

@@ -38,9 +38,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Object addresses where paths are taken, against a real S3 server (S3Proxy on 127.0.0.1): an {@code .h5ad} written
  * by anndata's {@code write_h5ad()} with its defaults, the shard folder {@link ShardWriter} makes from it, and
- * mrcfile stacks with a RELION 3.1 STAR listing, each uploaded and read through the object cache; values equal those
- * read from the local files, a cache smaller than the shard folder completes epochs downloading each shard about once
- * per epoch, a shard replaced during an epoch is reported, and a wrong bucket gets one line naming it.
+ * mrcfile stacks with a RELION 3.1 STAR listing and a cryoSPARC job's two {@code .cs} files, each uploaded and read
+ * through the object cache; values equal those read from the local files, a cache smaller than the shard folder
+ * completes epochs downloading each shard about once per epoch, a shard replaced during an epoch is reported, and a
+ * wrong bucket gets one line naming it.
  */
 class ObjectDatasetsTest {
 
@@ -81,6 +82,17 @@ class ObjectDatasetsTest {
                     with mrcfile.new(d + '/particles/' + name, overwrite=True) as mrc:
                         mrc.set_data((s * 1000 + z * 100 + y * 10 + x).astype(np.float32))
                         mrc.set_image_stack()
+                # the same particles as a cryoSPARC job names them: blob fields in the passthrough file, from the project
+                t = np.zeros(11, dtype=[('uid', '<u8'), ('blob/path', 'S40'), ('blob/idx', '<u4'), ('blob/shape', '<u4', (2,))])
+                t['uid'] = np.arange(11) + 2**63
+                t['blob/path'] = [b'Particles/stack_a.mrcs'] * 6 + [b'Particles/my stacks/stack b.mrcs'] * 5
+                t['blob/idx'] = list(range(6)) + list(range(5))
+                job = np.zeros(11, dtype=[('uid', '<u8'), ('alignments2D/class', '<u4')])
+                job['uid'] = t['uid']
+                os.makedirs(d + '/particles/J5')
+                for name, rows in [('J5_passthrough_particles.cs', t), ('J5_particles.cs', job)]:
+                    with open(d + '/particles/J5/' + name, 'wb') as out:
+                        np.save(out, rows)
                 print('ok')
                 """.formatted(CELLS, GENES, CELLS, GENES, CELLS, CELLS, GENES), inputs));
         shards = inputs.resolve("shards");
@@ -433,6 +445,25 @@ class ObjectDatasetsTest {
                     ObjectUri.parse("s3://" + BUCKET + "/particles/Job/job004/escape.star"), cache));
             assertTrue(e.getMessage().contains("line 4: expected a stack name inside the listing's bucket, found "
                     + "'../../../../other-bucket/stack_a.mrcs'"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aCryoSparcJobInABucketReadsItsPassthroughFileAndStacksFromTheSameBucket() {
+        String cs = "s3://" + BUCKET + "/particles/J5/J5_particles.cs";
+        try (ObjectCache cache = cache(64L << 20);
+             Loader remote = Datasets.particles(cs).optCache(cache).lazy(3).optBatchSize(4).optShuffle(2).build();
+             Loader local = Datasets.particles(star).lazy(2).optBatchSize(4).optShuffle(2).build()) {
+            List<float[]> got = epoch(remote, 1, new ArrayList<>());
+            List<float[]> expected = epoch(local, 1, new ArrayList<>());
+            assertEquals(expected.size(), got.size());
+            for (int b = 0; b < got.size(); b++) {
+                assertArrayEquals(expected.get(b), got.get(b), "batch " + b);
+            }
+            Formats.DataFile described = Datasets.describe(ObjectUri.parse(cs), cache);
+            assertEquals(Formats.Format.CRYOSPARC, described.format());
+            assertEquals(11, described.samples());
+            assertEquals(Datasets.describe(star).bytesOnDisk(), described.bytesOnDisk());
         }
     }
 }

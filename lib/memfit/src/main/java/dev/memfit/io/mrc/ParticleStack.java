@@ -18,15 +18,19 @@ import java.util.Map;
 /**
  * The particle images of a data set and where each one lives: which {@code .mrcs} file and which image in it.
  *
- * <p>Opened from one stack ({@code .mrcs}/{@code .mrc}), a list of stacks ({@code .txt}, one path per line) or a
+ * <p>Opened from one stack ({@code .mrcs}/{@code .mrc}), a list of stacks ({@code .txt}, one path per line), a
  * RELION {@code .star} file ({@code _rlnImageName} entries {@code index@file.mrcs}, index from 1, quoted when the
  * path holds spaces; read by {@link Star}, so comments, quoted values, the RELION 3.1+ optics table and CRLF lines
- * are understood, and a row with a missing or extra value fails with its line number). When several blocks have an
+ * are understood, and a row with a missing or extra value fails with its line number) or a cryoSPARC {@code .cs}
+ * file (a numpy array of records whose {@code blob/path} names the stack and {@code blob/idx} the image, from 0; an
+ * exported file's {@code >} before the path is dropped; the fields are read from the job's passthrough file when the
+ * one opened lacks them; rows are numbered from 0 in messages, as numpy numbers them). When several blocks have an
  * {@code _rlnImageName} column, the one in {@code data_particles} is used. A relative stack name is looked for under
  * the listing's folder, then each folder above it, then the working folder, as a STAR file inside a RELION job folder
- * names its stacks from the project folder; or under {@code datadir} when given (then by its file name alone there,
- * as cryoDRGN does). {@link #stackRoot()} says which folder was used. Every file is checked up front (header, size,
- * image indices), so a bad entry fails at open time with its file and line, not mid-training.
+ * and a {@code .cs} inside a cryoSPARC job folder name their stacks from the project folder; or under {@code datadir}
+ * when given (then by its file name alone there, as cryoDRGN does). {@link #stackRoot()} says which folder was used.
+ * Every file is checked up front (header, size, image indices), so a bad entry fails at open time with its file and
+ * line or row, not mid-training.
  */
 public final class ParticleStack implements RecordIndex {
 
@@ -47,8 +51,8 @@ public final class ParticleStack implements RecordIndex {
     }
 
     /**
-     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file, finding relative stack names under the
-     * listing's folder or a folder above it (a RELION project's).
+     * Opens a stack, a {@code .txt} list of stacks, a {@code .star} file or a cryoSPARC {@code .cs} file, finding
+     * relative stack names under the listing's folder or a folder above it (a RELION or cryoSPARC project's).
      *
      * @param path the file
      * @return the stack
@@ -58,7 +62,7 @@ public final class ParticleStack implements RecordIndex {
     }
 
     /**
-     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file.
+     * Opens a stack, a {@code .txt} list of stacks, a {@code .star} file or a cryoSPARC {@code .cs} file.
      *
      * @param path the file
      * @param datadir where relative paths point, or null to search the listing's folder and those above it
@@ -69,8 +73,8 @@ public final class ParticleStack implements RecordIndex {
     }
 
     /**
-     * Opens a stack, a {@code .txt} list of stacks or a {@code .star} file whose bytes (the listing's and the stacks'
-     * headers) come from a storage, such as an object cache over a bucket: paths are then in the form
+     * Opens a stack, a {@code .txt} list of stacks, a {@code .star} or a {@code .cs} file whose bytes (the listing's
+     * and the stacks' headers) come from a storage, such as an object cache over a bucket: paths are then in the form
      * {@code s3:/bucket/key}, and relative stack names resolve against the listing's prefix or a prefix above it in
      * the same bucket ({@code s3:/bucket/particles.star} and {@code Particles/a.mrcs} give
      * {@code s3:/bucket/Particles/a.mrcs}).
@@ -88,6 +92,9 @@ public final class ParticleStack implements RecordIndex {
             stack.stackRoot = locator.description();
             return stack;
         }
+        if (name.endsWith(".cs")) {
+            return fromCs(path, datadir, storage);
+        }
         if (Mrc.hasMrcExtension(path)) {
             MrcHeader header = storage == null ? Mrc.readHeader(path) : Mrc.readHeader(path, storage);
             int[] fileOf = new int[Math.toIntExact(header.nz())];
@@ -97,8 +104,11 @@ public final class ParticleStack implements RecordIndex {
             }
             return new ParticleStack(path, List.of(path), List.of(header), fileOf, imageOf);
         }
-        throw new MemfitException(path + ": expected a particle stack (.mrcs or .mrc), a list of stacks (.txt) or a "
-                + "RELION .star file, found another extension");
+        if (storage == null && !name.endsWith(".npy") && dev.memfit.io.npy.Npy.looksLikeNpy(path)) {
+            return fromCs(path, datadir, null);   // numpy records under another name, as Formats.detect finds them
+        }
+        throw new MemfitException(path + ": expected a particle stack (.mrcs or .mrc), a list of stacks (.txt), a "
+                + "RELION .star file or a cryoSPARC .cs file, found another extension");
     }
 
     private static ParticleStack fromList(Path list, StackLocator locator, dev.memfit.io.storage.Storage storage) {
@@ -183,6 +193,47 @@ public final class ParticleStack implements RecordIndex {
                         + stack.files.getFirst() + ")", "'" + size + "'");
             }
         }
+        return stack;
+    }
+
+    /**
+     * Reads a cryoSPARC {@code .cs}: its rows become the particles (the arrays it fills are the stack's, so a file of
+     * millions of particles costs an int and a long each), each name found once by the locator.
+     */
+    private static ParticleStack fromCs(Path cs, Path datadir, dev.memfit.io.storage.Storage storage) {
+        if (storage == null && Files.isDirectory(cs)) {
+            throw new MemfitException(cs + ": expected a cryoSPARC .cs file, found a folder");
+        }
+        CryoSparc.Listing listing;
+        try (dev.memfit.io.storage.Storage local = storage == null ? dev.memfit.io.storage.Storage.local() : null) {
+            listing = CryoSparc.read(cs, storage == null ? local : storage);
+        }
+        // the rows' own file: the passthrough file when the one opened has no blob fields
+        StackLocator locator = new StackLocator(listing.file(), datadir, storage);
+        Map<Path, Integer> fileIndex = new LinkedHashMap<>();
+        List<MrcHeader> headers = new ArrayList<>();
+        int[] fileOfName = new int[listing.names().size()];
+        for (int p = 0; p < fileOfName.length; p++) {
+            Path file = locator.locate(listing.names().get(p), listing.firstRow()[p]);
+            fileOfName[p] = fileIndex.computeIfAbsent(file, path -> {
+                headers.add(headerOf(path, storage));
+                return headers.size() - 1;
+            });
+        }
+        int[] fileOf = listing.nameOf();
+        long[] imageOf = listing.image();
+        List<Path> files = new ArrayList<>(fileIndex.keySet());
+        for (int i = 0; i < fileOf.length; i++) {
+            int f = fileOfName[fileOf[i]];
+            fileOf[i] = f;
+            if (imageOf[i] >= headers.get(f).nz()) {
+                throw new InvalidFileException(listing.file(), listing.indexOffset(i), "on row " + i + " a "
+                        + CryoSparc.INDEX + " in [0, " + headers.get(f).nz() + ") of " + files.get(f),
+                        "index " + imageOf[i]);
+            }
+        }
+        ParticleStack stack = check(new ParticleStack(cs, files, headers, fileOf, imageOf));
+        stack.stackRoot = locator.description();
         return stack;
     }
 

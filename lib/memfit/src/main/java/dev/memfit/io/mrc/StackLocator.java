@@ -13,10 +13,12 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Finds the stack files a particle listing names, the way RELION and cryoDRGN users expect.
+ * Finds the stack files a particle listing names, the way RELION, cryoSPARC and cryoDRGN users expect.
  *
  * <p>RELION runs in the project folder and writes every path relative to it, also in the STAR files it writes inside
- * job folders ({@code Extract/job004/particles.star} names {@code Extract/job004/Micrographs/mic001.mrcs}). Without
+ * job folders ({@code Extract/job004/particles.star} names {@code Extract/job004/Micrographs/mic001.mrcs}); so does
+ * cryoSPARC in the {@code .cs} files of its job folders ({@code J5/J5_particles.cs} names
+ * {@code J3/extract/mic001_particles.mrc}), and an exported {@code .cs} names its stacks from its own folder. Without
  * a data folder, a relative name is therefore looked for under the listing's folder, then under each folder above it
  * (one of them is the project folder), then under the working folder (where RELION would resolve it). With a data
  * folder (cryoDRGN's {@code --datadir}), it is looked for there, then, as cryoDRGN does, by its file name alone in
@@ -29,12 +31,18 @@ final class StackLocator {
     private static final int NAMED_FOLDERS = 12;
 
     private final Path listing;
+    /** What a listing's entries are called in messages: lines of a text listing, rows of a {@code .cs}. */
+    private final String unit;
+    /** The program whose project folder relative names start from. */
+    private final String program;
     private final Path datadir;
     private final Storage storage;
     private final List<Path> candidates;
     /** Each folder that resolved at least one name, in first-use order. */
     private final Set<Path> used = new LinkedHashSet<>();
     private Path last;
+    /** Whether the listing is an object ({@code s3:/bucket/key}, a relative path) rather than a file read through a storage. */
+    private final boolean inBucket;
     /** Why the storage last said an object is not there (a refused request rather than a missing key, say). */
     private String lastFailure;
 
@@ -47,8 +55,13 @@ final class StackLocator {
      */
     StackLocator(Path listing, Path datadir, Storage storage) {
         this.listing = listing;
+        boolean cs = listing.getFileName() != null
+                && listing.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".cs");
+        this.unit = cs ? "row" : "line";
+        this.program = cs ? "cryoSPARC" : "RELION";
         this.datadir = datadir;
         this.storage = storage;
+        this.inBucket = storage != null && !listing.isAbsolute() && listing.getNameCount() >= 2;
         List<Path> folders = new ArrayList<>();
         if (datadir != null) {
             folders.add(storage == null ? datadir.toAbsolutePath().normalize() : datadir);
@@ -73,7 +86,7 @@ final class StackLocator {
      * Finds the file a listing names.
      *
      * @param name the name as the listing writes it, absolute or relative
-     * @param line the listing's line that names it, for messages
+     * @param line the listing's line (or a {@code .cs} file's row) that names it, for messages
      * @return the existing file
      * @throws MemfitException one line naming the listing, the line and every folder tried, when it exists nowhere
      */
@@ -81,17 +94,17 @@ final class StackLocator {
         Path named = parse(name, line);
         if (named.isAbsolute() && storage == null) {
             if (!Files.isRegularFile(named)) {
-                throw new MemfitException(listing + " line " + line + ": expected an existing stack, found no file " + named);
+                throw new MemfitException(listing + " " + unit + " " + line + ": expected an existing stack, found no file " + named);
             }
             return named;
         }
-        if (storage != null && !named.isAbsolute()) {
+        if (inBucket && !named.isAbsolute()) {
             // an object's relative name stays in the listing's bucket: '..' past the bucket would name another bucket
             // (s3:/other/...) or, past the scheme, a local path
             Path bucket = listing.subpath(0, Math.min(2, listing.getNameCount()));
             Path deepest = (candidates.isEmpty() ? bucket : candidates.getFirst()).resolve(named).normalize();
             if (!deepest.startsWith(bucket) || deepest.getNameCount() <= bucket.getNameCount()) {
-                throw new MemfitException(listing + " line " + line + ": expected a stack name inside the listing's "
+                throw new MemfitException(listing + " " + unit + " " + line + ": expected a stack name inside the listing's "
                         + "bucket, found '" + name + "', which leaves it; name another bucket's stacks by their full "
                         + "address (s3://bucket/key) in a listing of their own");
             }
@@ -105,7 +118,7 @@ final class StackLocator {
         }
         for (Path folder : candidates) {
             Path file = folder.resolve(named).normalize();
-            if (storage != null && !named.isAbsolute() && !file.startsWith(listing.subpath(0, 2))) {
+            if (inBucket && !named.isAbsolute() && !file.startsWith(listing.subpath(0, 2))) {
                 continue;   // from a folder near the bucket's top, '..' would leave the bucket
             }
             tried.add(folder);
@@ -143,7 +156,7 @@ final class StackLocator {
                 why = "the listing's folder";
             } else if (listingFolder != null && listingFolder.startsWith(root)) {
                 int up = listingFolder.getNameCount() - root.getNameCount();
-                why = up + " folder" + (up == 1 ? "" : "s") + " above the listing; RELION names paths from its project folder";
+                why = up + " folder" + (up == 1 ? "" : "s") + " above the listing; " + program + " names paths from its project folder";
             } else {
                 why = "the working folder";
             }
@@ -162,7 +175,7 @@ final class StackLocator {
         try {
             return Path.of(name);
         } catch (InvalidPathException e) {
-            throw new InvalidFileException(listing, -1, "on line " + line + " a valid path", "'" + name + "' ("
+            throw new InvalidFileException(listing, -1, "on " + unit + " " + line + " a valid path", "'" + name + "' ("
                     + e.getReason() + ")");
         }
     }
@@ -189,8 +202,8 @@ final class StackLocator {
             named.add("and " + (tried.size() - NAMED_FOLDERS) + " more");
         }
         String hint = datadir != null ? "; the file name alone was tried there too"
-                : "; give the folder the names are relative to (the RELION project folder) with --datadir or optDataDir";
-        return new MemfitException(listing + " line " + line + ": expected an existing stack '" + name
+                : "; give the folder the names are relative to (the " + program + " project folder) with --datadir or optDataDir";
+        return new MemfitException(listing + " " + unit + " " + line + ": expected an existing stack '" + name
                 + "', found none under " + String.join(", ", named) + hint
                 + (lastFailure == null ? "" : " (the storage said: " + lastFailure + ")"));
     }

@@ -66,6 +66,42 @@ public final class Npy {
      */
     public static NpyHeader readHeader(dev.memfit.io.storage.Storage storage, Path file) {
         long size = storage.size(file);
+        return NpyHeader.decode(file, headerBytes(storage, file, size), size);
+    }
+
+    /**
+     * Reads and validates the header of a file holding a structured array (numpy records with named fields, such as
+     * a cryoSPARC {@code .cs}), including that the file holds every row.
+     *
+     * @param file the file
+     * @return the header: fields with their offsets in a row, the rows
+     * @throws InvalidFileException when the file is not a valid {@code .npy} of records
+     */
+    public static NpyRecords readRecords(Path file) {
+        if (Files.isDirectory(file)) {
+            throw new MemfitException(file + ": expected a .npy file of records, found a folder");
+        }
+        try (dev.memfit.io.storage.Storage storage = dev.memfit.io.storage.Storage.local()) {
+            return readRecords(storage, file);
+        }
+    }
+
+    /**
+     * Reads and validates the header of a file of records through a storage (an object's path form,
+     * {@code s3:/bucket/key}, through an object cache): only the header's bytes are read.
+     *
+     * @param storage where the bytes come from
+     * @param file the file or object
+     * @return the header
+     * @throws InvalidFileException when the file is not a valid {@code .npy} of records
+     */
+    public static NpyRecords readRecords(dev.memfit.io.storage.Storage storage, Path file) {
+        long size = storage.size(file);
+        return NpyRecords.decode(file, headerBytes(storage, file, size), size);
+    }
+
+    /** The first bytes of a file: a probe, then the whole header when a version 2.0 or 3.0 one is longer. */
+    private static ByteBuffer headerBytes(dev.memfit.io.storage.Storage storage, Path file, long size) {
         ByteBuffer prefix = readPrefix(storage, file, Math.min(size, HEADER_PROBE_BYTES));
         if (prefix.remaining() >= 12 && prefix.get(6) > 1) {
             long declared = 12L + Integer.toUnsignedLong(prefix.order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(8));
@@ -73,7 +109,7 @@ public final class Npy {
                 prefix = readPrefix(storage, file, declared);
             }
         }
-        return NpyHeader.decode(file, prefix, size);
+        return prefix;
     }
 
     private static ByteBuffer readPrefix(dev.memfit.io.storage.Storage storage, Path file, long bytes) {

@@ -223,68 +223,22 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
      * @throws InvalidFileException when the bytes are not a supported {@code .npy} header or disagree with the size
      */
     public static NpyHeader decode(Path file, ByteBuffer prefix, long fileSize) {
-        ByteBuffer in = prefix.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-        if (in.remaining() < 10) {
-            throw new InvalidFileException(file, 0, "a .npy file (at least 10 header bytes)", fileSize + " bytes in all");
-        }
-        byte[] magic = new byte[MAGIC.length];
-        in.get(magic);
-        if (!Arrays.equals(magic, MAGIC)) {
-            throw new InvalidFileException(file, 0, "the .npy magic \\x93NUMPY", "bytes " + printable(magic));
-        }
-        int major = Byte.toUnsignedInt(in.get());
-        int minor = Byte.toUnsignedInt(in.get());
-        if (major < 1 || major > 3 || minor != 0) {
-            throw new InvalidFileException(file, 6, "format version 1.0, 2.0 or 3.0", "version " + major + "." + minor);
-        }
-        long headerLength;
-        if (major == 1) {
-            headerLength = Short.toUnsignedInt(in.getShort());
-        } else {
-            if (in.remaining() < 4) {
-                throw new InvalidFileException(file, 8, "a 4-byte header length", "the end of the file");
-            }
-            headerLength = Integer.toUnsignedLong(in.getInt());
-        }
-        int dictStart = in.position();
-        if (headerLength > MAX_HEADER_BYTES) {
-            throw new InvalidFileException(file, 8, "a header of at most " + MAX_HEADER_BYTES + " bytes",
-                    "a declared header length of " + headerLength + " bytes");
-        }
-        long dataOffset = dictStart + headerLength;
-        if (in.remaining() < headerLength) {
-            throw new InvalidFileException(file, dictStart, "a header of " + headerLength + " bytes",
-                    fileSize < dataOffset ? "a file of only " + fileSize + " bytes (truncated?)" : "a shorter header buffer");
-        }
-        byte[] dictBytes = new byte[(int) headerLength];
-        in.get(dictBytes);
-        String dict = new String(dictBytes, major == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1).strip();
-        Map<String, Object> fields;
-        try {
-            fields = new PyLiteralParser(dict).parseDict();
-        } catch (IllegalArgumentException e) {
-            throw new InvalidFileException(file, dictStart, "a Python dict literal in the header", "'" + dict + "' (" + e.getMessage() + ")");
-        }
-        Object descr = fields.get("descr");
-        Object fortran = fields.get("fortran_order");
-        Object shapeValue = fields.get("shape");
+        Preamble preamble = preamble(file, prefix, fileSize);
+        int dictStart = preamble.dictStart();
+        long dataOffset = preamble.dataOffset();
+        int major = preamble.major();
+        Object descr = preamble.fields().get("descr");
+        Object shapeValue = preamble.fields().get("shape");
         if (!(descr instanceof String descrText)) {
-            throw new InvalidFileException(file, dictStart, "a simple 'descr' such as '<f4'",
-                    descr == null ? "no 'descr' key" : "structured dtype " + descr + " (not supported)");
+            boolean cryoSparc = descr instanceof List<?> fields && fields.stream()
+                    .anyMatch(f -> f instanceof List<?> field && !field.isEmpty() && "blob/path".equals(field.getFirst()));
+            throw new InvalidFileException(file, dictStart, "a simple 'descr' such as '<f4'", descr == null
+                    ? "no 'descr' key" : "a structured dtype (records with named fields" + (cryoSparc
+                    ? ", 'blob/path' among them: a cryoSPARC particle file? name it .cs"
+                    : "; read them with Npy.readRecords") + ")");
         }
-        if (!(fortran instanceof Boolean fortranOrder)) {
-            throw new InvalidFileException(file, dictStart, "'fortran_order': True or False", String.valueOf(fortran));
-        }
-        if (!(shapeValue instanceof List<?> dims)) {
-            throw new InvalidFileException(file, dictStart, "'shape' as a tuple of integers", String.valueOf(shapeValue));
-        }
-        long[] shape = new long[dims.size()];
-        for (int i = 0; i < shape.length; i++) {
-            if (!(dims.get(i) instanceof Long dim) || dim < 0) {
-                throw new InvalidFileException(file, dictStart, "non-negative integer dimensions", "shape " + shapeValue);
-            }
-            shape[i] = dim;
-        }
+        boolean fortranOrder = preamble.fortranOrder(file);
+        long[] shape = preamble.shape(file);
         ByteOrder order = ByteOrder.nativeOrder();
         String code = descrText;
         if (!code.isEmpty() && "<>|=".indexOf(code.charAt(0)) >= 0) {
@@ -326,6 +280,90 @@ public record NpyHeader(DType dtype, ByteOrder byteOrder, boolean fortranOrder, 
                             + (fileSize < expected ? ", truncated)" : ", longer than the shape says)"));
         }
         return header;
+    }
+
+    /**
+     * What every {@code .npy} header holds before its dtype is interpreted: the version, where the dictionary and the
+     * data start, and the dictionary itself.
+     */
+    record Preamble(int major, int dictStart, long dataOffset, Map<String, Object> fields) {
+
+        /** The {@code fortran_order} flag. */
+        boolean fortranOrder(Path file) {
+            if (!(fields.get("fortran_order") instanceof Boolean fortran)) {
+                throw new InvalidFileException(file, dictStart, "'fortran_order': True or False",
+                        String.valueOf(fields.get("fortran_order")));
+            }
+            return fortran;
+        }
+
+        /** The {@code shape} tuple. */
+        long[] shape(Path file) {
+            Object shapeValue = fields.get("shape");
+            if (!(shapeValue instanceof List<?> dims)) {
+                throw new InvalidFileException(file, dictStart, "'shape' as a tuple of integers", String.valueOf(shapeValue));
+            }
+            long[] shape = new long[dims.size()];
+            for (int i = 0; i < shape.length; i++) {
+                if (!(dims.get(i) instanceof Long dim) || dim < 0) {
+                    throw new InvalidFileException(file, dictStart, "non-negative integer dimensions", "shape " + shapeValue);
+                }
+                shape[i] = dim;
+            }
+            return shape;
+        }
+    }
+
+    /**
+     * Reads the magic, version, header length and dictionary of a {@code .npy} header.
+     *
+     * @param file the file, for messages
+     * @param prefix the file's first bytes
+     * @param fileSize the file's size
+     * @return the preamble
+     */
+    static Preamble preamble(Path file, ByteBuffer prefix, long fileSize) {
+        ByteBuffer in = prefix.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        if (in.remaining() < 10) {
+            throw new InvalidFileException(file, 0, "a .npy file (at least 10 header bytes)", fileSize + " bytes in all");
+        }
+        byte[] magic = new byte[MAGIC.length];
+        in.get(magic);
+        if (!Arrays.equals(magic, MAGIC)) {
+            throw new InvalidFileException(file, 0, "the .npy magic \\x93NUMPY", "bytes " + printable(magic));
+        }
+        int major = Byte.toUnsignedInt(in.get());
+        int minor = Byte.toUnsignedInt(in.get());
+        if (major < 1 || major > 3 || minor != 0) {
+            throw new InvalidFileException(file, 6, "format version 1.0, 2.0 or 3.0", "version " + major + "." + minor);
+        }
+        long headerLength;
+        if (major == 1) {
+            headerLength = Short.toUnsignedInt(in.getShort());
+        } else {
+            if (in.remaining() < 4) {
+                throw new InvalidFileException(file, 8, "a 4-byte header length", "the end of the file");
+            }
+            headerLength = Integer.toUnsignedLong(in.getInt());
+        }
+        int dictStart = in.position();
+        if (headerLength > MAX_HEADER_BYTES) {
+            throw new InvalidFileException(file, 8, "a header of at most " + MAX_HEADER_BYTES + " bytes",
+                    "a declared header length of " + headerLength + " bytes");
+        }
+        long dataOffset = dictStart + headerLength;
+        if (in.remaining() < headerLength) {
+            throw new InvalidFileException(file, dictStart, "a header of " + headerLength + " bytes",
+                    fileSize < dataOffset ? "a file of only " + fileSize + " bytes (truncated?)" : "a shorter header buffer");
+        }
+        byte[] dictBytes = new byte[(int) headerLength];
+        in.get(dictBytes);
+        String dict = new String(dictBytes, major == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1).strip();
+        try {
+            return new Preamble(major, dictStart, dataOffset, new PyLiteralParser(dict).parseDict());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidFileException(file, dictStart, "a Python dict literal in the header", "'" + dict + "' (" + e.getMessage() + ")");
+        }
     }
 
     /** The numeric types, matched exactly (case matters: {@code U1} is unicode, {@code u1} is uint8). */
