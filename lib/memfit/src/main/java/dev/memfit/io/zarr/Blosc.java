@@ -69,14 +69,25 @@ final class Blosc implements Codec {
 
     @Override
     public byte[] decode(byte[] in, int expected) {
+        int nbytes = check(in, expected);
+        byte[] out = new byte[nbytes];
+        decodeFrame(in, nbytes, out);
+        return out;
+    }
+
+    @Override
+    public void decodeInto(byte[] in, int expected, byte[] out) {
+        decodeFrame(in, check(in, expected), out);
+    }
+
+    /** Checks the header; returns the decoded size. */
+    private static int check(byte[] in, int expected) {
         if (in.length < HEADER) {
             throw new Corrupt("a Blosc frame of " + in.length + " bytes, shorter than its 16-byte header");
         }
         int version = in[0] & 0xff;
         int flags = in[2] & 0xff;
-        int typesize = in[3] & 0xff;
         int nbytes = le32(in, 4);
-        int blocksize = le32(in, 8);
         int cbytes = le32(in, 12);
         if (version < 1 || version > 2) {
             throw new Corrupt("Blosc format version " + version + " (memfit reads the Blosc 1 formats 1 and 2)");
@@ -91,16 +102,24 @@ final class Blosc implements Codec {
         if (expected >= 0 && nbytes != expected) {
             throw new Corrupt("a Blosc frame of " + nbytes + " decoded bytes where the chunk holds " + expected);
         }
-        byte[] out = new byte[nbytes];
+        return nbytes;
+    }
+
+    /** Decodes a checked frame of {@code nbytes} decoded bytes into the first bytes of {@code out}. */
+    private static void decodeFrame(byte[] in, int nbytes, byte[] out) {
+        int flags = in[2] & 0xff;
+        int typesize = in[3] & 0xff;
+        int blocksize = le32(in, 8);
+        int cbytes = le32(in, 12);
         if (nbytes == 0) {
-            return out;
+            return;
         }
         if ((flags & MEMCPYED) != 0) {
             if (cbytes != nbytes + HEADER) {
                 throw new Corrupt("a memcpyed Blosc frame of " + cbytes + " bytes for " + nbytes + " decoded bytes");
             }
             System.arraycopy(in, HEADER, out, 0, nbytes);
-            return out;
+            return;
         }
         if (blocksize <= 0 || typesize == 0) {
             throw new Corrupt("a Blosc block size of " + blocksize + " and a type size of " + typesize);
@@ -156,7 +175,6 @@ final class Blosc implements Codec {
                 bitUnshuffle(typesize, size, tmp, out, offset);
             }
         }
-        return out;
     }
 
     /** Decodes one split with the inner codec; returns the bytes written or -1. */

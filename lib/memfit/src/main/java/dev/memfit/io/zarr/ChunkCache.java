@@ -81,6 +81,23 @@ final class ChunkCache {
         }
     }
 
+    /**
+     * A chunk if the cache holds it, without decoding it.
+     *
+     * @param key the chunk
+     * @return the decoded chunk, or null
+     */
+    Object peek(Key key) {
+        synchronized (entries) {
+            Entry entry = entries.get(key);
+            if (entry != null) {
+                hits.increment();
+                return entry.value();
+            }
+            return null;
+        }
+    }
+
     private void put(Key key, Entry entry) {
         if (entry.bytes() > budget) {
             return;
@@ -98,6 +115,11 @@ final class ChunkCache {
                 it.remove();
             }
         }
+    }
+
+    /** Counts a chunk decoded for one read without entering the cache. */
+    void decodedUncached() {
+        decodes.increment();
     }
 
     long budget() {

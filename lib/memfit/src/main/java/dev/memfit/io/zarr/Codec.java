@@ -17,6 +17,19 @@ interface Codec {
     byte[] decode(byte[] in, int expected);
 
     /**
+     * Decodes a chunk of known size into a buffer the caller reuses between chunks (no allocation where the codec
+     * allows it: Blosc).
+     *
+     * @param in the encoded bytes
+     * @param expected the decoded size
+     * @param out at least {@code expected} bytes; the first {@code expected} are written
+     * @throws Corrupt when the bytes are not what the codec writes
+     */
+    default void decodeInto(byte[] in, int expected, byte[] out) {
+        System.arraycopy(decode(in, expected), 0, out, 0, expected);
+    }
+
+    /**
      * What the codec is, for messages and {@code inspect}, such as "blosc(lz4, shuffle)".
      *
      * @return the description

@@ -262,7 +262,8 @@ public final class Zarr implements AutoCloseable {
     }
 
     /**
-     * Chunks decoded so far (each decoded chunk counts once, whichever thread asked first).
+     * Chunks decoded so far: into the cache (once, whichever thread asked first), or for one read that took them
+     * whole.
      *
      * @return the count
      */

@@ -22,6 +22,12 @@ import java.util.Arrays;
  * and {@code S}) is read with {@link #readStrings}. A 0-d array (a scalar in anndata's {@code uns}) reads as one
  * element. Thread-safe: any number of threads may read at once.
  *
+ * <p>Caching: a chunk that a read needs only part of is decoded once into the store's cache, so reading cell after
+ * cell of a CSR matrix decodes each chunk once. A chunk that a read takes whole (a loader reading runs of cells that
+ * span chunks) is served from the cache when it is there, and otherwise decoded into a per-thread buffer and not
+ * cached, so that streaming through an array larger than the cache neither allocates a chunk per read nor evicts the
+ * chunks that partial reads come back to.
+ *
  * <pre>{@code
  * try (Zarr zarr = Zarr.open(Path.of("atlas.zarr"))) {
  *     ZarrArray indptr = zarr.array("X/indptr");
@@ -37,6 +43,9 @@ public final class ZarrArray {
     /** Counted per decoded string on top of its characters: the object, its array and the reference. */
     private static final long STRING_OVERHEAD = 56;
     private static final String MISSING = "missing chunk";
+    /** Chunks a read takes whole are decoded into a per-thread buffer up to this size (larger ones are allocated). */
+    private static final int STREAM_BUFFER_LIMIT = 16 << 20;
+    private static final ThreadLocal<byte[][]> STREAM_BUFFER = ThreadLocal.withInitial(() -> new byte[1][0]);
 
     private final Zarr owner;
     private final String path;
@@ -58,6 +67,8 @@ public final class ZarrArray {
     private final int chunkElements;
     private final int chunkBytes;
     private final long rowElements;
+    /** Whether a decoded chunk needs no conversion (C order, native byte order), so whole chunks can be streamed. */
+    private final boolean streamable;
     private volatile byte[] fillChunk;
 
     ZarrArray(Zarr owner, String path, int id, JsonNode meta, ZarrAttributes attributes) {
@@ -135,6 +146,8 @@ public final class ZarrArray {
         this.chunkElements = (int) elements;
         this.chunkBytes = dtype.kind() == ZarrDType.Kind.STRING ? 0 : (int) bytes;
         this.rowElements = row;
+        this.streamable = !fortran && (dtype.itemSize() == 1 || !dtype.isNumeric() || dtype.order() == NATIVE)
+                && dtype.kind() != ZarrDType.Kind.STRING;
     }
 
     // ---- what the array is
@@ -271,8 +284,9 @@ public final class ZarrArray {
             long rowEnd = Math.min(first + count, Math.min((c0 + 1) * chunkDims[0], dims[0]));
             Arrays.fill(coords, 0);
             coords[0] = c0;
+            boolean whole = rowStart == c0 * chunkDims[0] && rowEnd == Math.min((c0 + 1) * chunkDims[0], dims[0]);
             while (true) {
-                byte[] chunk = numericChunk(coords);
+                byte[] chunk = whole && streamable ? streamedChunk(coords) : numericChunk(coords);
                 copyRegion(chunk, coords, rowStart, rowEnd, first, into, item);
                 int d = n - 1;
                 while (d >= 1 && ++coords[d] == grid[d]) {
@@ -569,6 +583,56 @@ public final class ZarrArray {
 
     // ---- chunks
 
+    /**
+     * A chunk that a read takes whole: from the cache when it is there, else decoded into this thread's buffer and
+     * not cached (a reader that takes whole chunks streams through them; caching them would only evict the chunks
+     * that partial reads come back to). The buffer is valid until this thread's next read.
+     */
+    private byte[] streamedChunk(long[] coords) {
+        long number = chunkNumber(coords);
+        Object cached = owner.cache().peek(new ChunkCache.Key(id, number));
+        if (cached != null) {
+            return cached == MISSING ? fillChunk() : (byte[]) cached;
+        }
+        String key = chunkKey(coords);
+        byte[] raw = owner.store().get(key);
+        if (raw == null) {
+            return fillChunk();
+        }
+        if (compressor == null) {
+            owner.cache().decodedUncached();
+            if (raw.length != chunkBytes) {
+                throw invalid(key, "a chunk of " + chunkBytes + " bytes (no compressor)", raw.length + " bytes");
+            }
+            return raw;
+        }
+        byte[] buffer = chunkBytes > STREAM_BUFFER_LIMIT ? new byte[chunkBytes] : streamBuffer(chunkBytes);
+        owner.cache().decodedUncached();
+        try {
+            compressor.decodeInto(raw, chunkBytes, buffer);
+        } catch (Codec.Corrupt e) {
+            throw new InvalidFileException(owner.store().location(key), -1, "a chunk encoded with " + compressor.describe(),
+                    e.getMessage(), e);
+        }
+        return buffer;
+    }
+
+    private static byte[] streamBuffer(int size) {
+        byte[][] holder = STREAM_BUFFER.get();
+        if (holder[0].length < size) {
+            holder[0] = new byte[size];
+        }
+        return holder[0];
+    }
+
+    private long chunkNumber(long[] coords) {
+        long number = 0;
+        for (int d = 0; d < coords.length; d++) {
+            number = number * grid[d] + coords[d];
+        }
+        return number;
+    }
+
     private byte[] numericChunk(long[] coords) {
         Object chunk = chunk(coords);
         return chunk == MISSING ? fillChunk() : (byte[]) chunk;
@@ -576,10 +640,7 @@ public final class ZarrArray {
 
     /** The decoded chunk at these grid coordinates: a {@code byte[]}, a {@code String[]}, or {@link #MISSING}. */
     private Object chunk(long[] coords) {
-        long number = 0;
-        for (int d = 0; d < coords.length; d++) {
-            number = number * grid[d] + coords[d];
-        }
+        long number = chunkNumber(coords);
         long[] copy = coords.clone();
         return owner.cache().get(new ChunkCache.Key(id, number), () -> decode(copy));
     }

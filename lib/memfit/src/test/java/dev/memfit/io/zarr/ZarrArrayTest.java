@@ -289,24 +289,33 @@ class ZarrArrayTest {
 
     @Test
     void theCacheDecodesEachChunkOnceAndStaysWithinItsBound() throws Exception {
-        try (Storage storage = Storage.local()) {
+        try (Storage storage = Storage.local(); Arena arena = Arena.ofConfined()) {
+            MemorySegment rows = arena.allocate(1003L * 77 * 4);
             try (Zarr zarr = Zarr.open(storage, dir.resolve("arrays.zarr"), 1L << 20)) {
                 ZarrArray dense = zarr.array("dense_2d"); // 11 x 3 chunks of 100 x 30 floats (12,000 bytes)
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment rows = arena.allocate(dense.rowBytes() * 150);
-                    dense.readRows(50, 150, rows); // chunk rows 0 and 1: 6 chunks
-                    assertEquals(6, zarr.decodedChunks());
-                    dense.readRows(60, 100, rows);
-                    assertEquals(6, zarr.decodedChunks(), "the same chunks again come from the cache");
-                    assertEquals(6, zarr.cacheHits());
-                    assertEquals(6 * 12_000, zarr.cachedBytes());
-                }
+                dense.readRows(50, 40, rows); // part of chunk row 0: its 3 chunks decoded into the cache
+                assertEquals(3, zarr.decodedChunks());
+                assertEquals(3 * 12_000, zarr.cachedBytes());
+                dense.readRows(60, 20, rows);
+                assertEquals(3, zarr.decodedChunks(), "the same chunks again come from the cache");
+                assertEquals(3, zarr.cacheHits());
+                dense.readRows(100, 100, rows); // chunk row 1 whole: decoded for this read, not cached
+                assertEquals(6, zarr.decodedChunks());
+                assertEquals(3 * 12_000, zarr.cachedBytes());
+                dense.readRows(0, 100, rows); // chunk row 0 whole, and cached: from the cache
+                assertEquals(6, zarr.decodedChunks());
+                assertEquals(6, zarr.cacheHits());
             }
-            try (Zarr zarr = Zarr.open(storage, dir.resolve("arrays.zarr"), 30_000)) {
+            // room for one band of chunks (3 x 12,000 bytes), not two
+            try (Zarr zarr = Zarr.open(storage, dir.resolve("arrays.zarr"), 40_000)) {
                 ZarrArray dense = zarr.array("dense_2d");
-                dense.toDoubleArray();
-                assertEquals(33, zarr.decodedChunks());
-                assertTrue(zarr.cachedBytes() <= 30_000, "bounded: " + zarr.cachedBytes());
+                for (long row = 0; row < 1003; row++) {
+                    dense.readRows(row, 1, rows.asSlice(row * dense.rowBytes()));
+                    assertTrue(zarr.cachedBytes() <= 40_000, "bounded: " + zarr.cachedBytes());
+                }
+                assertEquals(33, zarr.decodedChunks(), "each chunk decoded once, read row by row");
+                assertEquals(1003 * 3 - 33, zarr.cacheHits());
+                assertEquals(1002 * 1000 + 76, rows.getAtIndex(ValueLayout.JAVA_FLOAT, 1003L * 77 - 1));
             }
         }
     }
