@@ -66,6 +66,9 @@ final class Codecs {
                         if (expected >= 0) {
                             throw new Corrupt("a zlib stream longer than the chunk's " + expected + " bytes");
                         }
+                        if (out.length >= Integer.MAX_VALUE - 8) {
+                            throw new Corrupt("a zlib stream decoding to more than 2 GiB");
+                        }
                         out = Arrays.copyOf(out, Math.toIntExact(Math.min(Integer.MAX_VALUE - 8, 2L * out.length)));
                     }
                     int n = inflater.inflate(out, done, out.length - done);

@@ -321,6 +321,39 @@ class ZarrArrayTest {
     }
 
     @Test
+    void absentChunksThroughAStorageThatOnlyKnowsSizes() {
+        // Storage.exists by default: a size request failing with NoSuchFileException means absent
+        try (Storage local = Storage.local()) {
+            Storage sizesOnly = new Storage() {
+                @Override
+                public void read(Path file, long position, MemorySegment into) {
+                    local.read(file, position, into);
+                }
+
+                @Override
+                public long size(Path file) {
+                    return local.size(file);
+                }
+
+                @Override
+                public String describe() {
+                    return "sizes only";
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+            try (Zarr zarr = Zarr.open(sizesOnly, dir.resolve("arrays.zarr"))) {
+                assertFalse(sizesOnly.exists(dir.resolve("arrays.zarr/missing_i4/0")));
+                assertTrue(sizesOnly.exists(dir.resolve("arrays.zarr/missing_i4/9")));
+                long[] values = zarr.array("missing_i4").readLongs(985, 10);
+                assertArrayEquals(new long[] {7, 7, 7, 7, 7, -1, -1, -1, -1, -1}, values);
+            }
+        }
+    }
+
+    @Test
     void concurrentReadersSeeTheSameRows() throws Exception {
         try (Storage mapped = Storage.mapped(); Zarr zarr = Zarr.open(mapped, dir.resolve("arrays.zarr"), 100_000);
              Arena arena = Arena.ofShared()) {
