@@ -39,6 +39,7 @@ class LayersTest {
             "dev.memfit.io.npy",
             "dev.memfit.io.mrc",
             "dev.memfit.io.hdf5",
+            "dev.memfit.io.zarr",       // zarr v2 stores (AnnData .zarr, .zarr.zip) over a Storage
             "dev.memfit.io",            // Formats: one door to every file format
             "dev.memfit.sample",        // which samples an epoch visits
             "dev.memfit.source",        // random access to samples

@@ -19,6 +19,11 @@ record BorrowedStorage(Storage storage) implements Storage {
     }
 
     @Override
+    public boolean exists(Path path) {
+        return storage.exists(path);
+    }
+
+    @Override
     public long size(Path path) {
         return storage.size(path);
     }

@@ -1417,6 +1417,24 @@ public final class ObjectCache implements Storage {
     }
 
     /**
+     * Whether an object named by its path form exists (a HEAD request, whose answer is kept as {@link #open} keeps
+     * it); a zarr store in a bucket leaves out chunks that hold only the fill value.
+     *
+     * @param file the object as a path
+     * @return false when the bucket has no such key
+     * @throws MemfitException when the bucket does not exist or the server cannot be asked
+     */
+    @Override
+    public boolean exists(Path file) {
+        try {
+            open(ObjectUri.of(file));
+            return true;
+        } catch (ObjectStore.NoSuchObject e) {
+            return false;
+        }
+    }
+
+    /**
      * The size of an object named by its path form.
      *
      * @param file the object as a path

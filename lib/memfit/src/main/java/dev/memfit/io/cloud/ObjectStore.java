@@ -516,7 +516,7 @@ public final class ObjectStore implements AutoCloseable {
                 return new MemfitException(uri + ": no such bucket \"" + uri.bucket() + "\"" + where, e);
             }
             if (status == 404) {
-                return new MemfitException(uri + ": no such object (key \"" + uri.key() + "\" in bucket \""
+                return new NoSuchObject(uri + ": no such object (key \"" + uri.key() + "\" in bucket \""
                         + uri.bucket() + "\")" + where, e);
             }
             if (code.equals("InvalidAccessKeyId") || code.equals("SignatureDoesNotMatch") || status == 401) {
@@ -537,6 +537,13 @@ public final class ObjectStore implements AutoCloseable {
                     + "an HMAC key)" : ""), e);
         }
         return new MemfitException(uri + ": cannot reach the object store" + where + ": " + firstLine(e.getMessage()), e);
+    }
+
+    /** A 404 for an object in a bucket that exists: what {@link ObjectCache#exists} answers false for. */
+    static final class NoSuchObject extends MemfitException {
+        NoSuchObject(String message, Throwable cause) {
+            super(message, cause);
+        }
     }
 
     /** The version read is gone (412 to If-Match): say which one the server has now, when it answers. */

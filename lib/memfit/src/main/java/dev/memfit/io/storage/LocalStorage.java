@@ -96,6 +96,11 @@ final class LocalStorage implements Storage {
     }
 
     @Override
+    public boolean exists(Path file) {
+        return java.nio.file.Files.isRegularFile(file);
+    }
+
+    @Override
     public long size(Path file) {
         try {
             return channel(file).size();

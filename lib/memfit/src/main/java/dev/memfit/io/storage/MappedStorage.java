@@ -50,6 +50,11 @@ final class MappedStorage implements Storage {
     }
 
     @Override
+    public boolean exists(Path file) {
+        return java.nio.file.Files.isRegularFile(file);
+    }
+
+    @Override
     public long size(Path file) {
         return mapping(file).byteSize();
     }

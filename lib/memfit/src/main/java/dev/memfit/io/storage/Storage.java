@@ -36,6 +36,29 @@ public interface Storage extends AutoCloseable {
     }
 
     /**
+     * Whether a file exists, for formats whose absent files mean something: a zarr store leaves out chunks that hold
+     * only the fill value. By default it asks for the size and counts a failure caused by a
+     * {@link java.nio.file.NoSuchFileException} as absent; storages that can tell more cheaply override it.
+     *
+     * @param file the file
+     * @return false when there is no such file
+     * @throws dev.memfit.MemfitException when the storage cannot tell (any other failure)
+     */
+    default boolean exists(Path file) {
+        try {
+            size(file);
+            return true;
+        } catch (dev.memfit.MemfitException e) {
+            for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+                if (cause instanceof java.nio.file.NoSuchFileException) {
+                    return false;
+                }
+            }
+            throw e;
+        }
+    }
+
+    /**
      * The size of a file.
      *
      * @param file the file

@@ -1,0 +1,80 @@
+package dev.memfit.io.zarr;
+
+import dev.memfit.InvalidFileException;
+import dev.memfit.io.storage.Storage;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * A zarr store that is a folder: each key a file under the root ({@code X/data/0.1}, or {@code X/data/0/1} with the
+ * {@code /} dimension separator), read through a storage, so that the same code reads a local folder and, through an
+ * object cache, a bucket prefix. A key is absent when {@link Storage#exists} says so.
+ */
+final class FolderStore implements ZarrStore {
+
+    private final Storage storage;
+    private final Path root;
+    private final boolean ownsStorage;
+
+    FolderStore(Storage storage, Path root, boolean ownsStorage) {
+        this.storage = storage;
+        this.root = root;
+        this.ownsStorage = ownsStorage;
+    }
+
+    @Override
+    public byte[] get(String key) {
+        Path file = root.resolve(key);
+        if (!storage.exists(file)) {
+            return null;
+        }
+        long size = storage.size(file);
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new InvalidFileException(file, -1, "a zarr key of at most 2 GiB", size + " bytes");
+        }
+        byte[] bytes = new byte[(int) size];
+        storage.read(file, 0, MemorySegment.ofArray(bytes));
+        return bytes;
+    }
+
+    @Override
+    public boolean contains(String key) {
+        return storage.exists(root.resolve(key));
+    }
+
+    @Override
+    public List<String> list(String prefix) {
+        Path folder = prefix.isEmpty() ? root : root.resolve(prefix);
+        if (root.getFileSystem() != java.nio.file.FileSystems.getDefault() || !Files.isDirectory(folder)) {
+            return null;
+        }
+        try (Stream<Path> children = Files.list(folder)) {
+            return children.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + folder, e);
+        }
+    }
+
+    @Override
+    public Path location(String key) {
+        return key.isEmpty() ? root : root.resolve(key);
+    }
+
+    @Override
+    public void close() {
+        if (ownsStorage) {
+            storage.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return root + " (" + storage.describe() + ")";
+    }
+}

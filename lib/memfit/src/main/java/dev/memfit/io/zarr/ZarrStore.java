@@ -1,0 +1,48 @@
+package dev.memfit.io.zarr;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The keys of a zarr store and their bytes: a folder ({@link FolderStore}) or a zip archive ({@link ZipStore}), both
+ * read through a {@link dev.memfit.io.storage.Storage}. Keys are relative, {@code /}-separated ({@code X/data/0},
+ * {@code obs/.zattrs}). Thread-safe.
+ */
+sealed interface ZarrStore extends AutoCloseable permits FolderStore, ZipStore {
+
+    /**
+     * The bytes of a key.
+     *
+     * @param key the key
+     * @return its bytes, or null when the store has no such key
+     */
+    byte[] get(String key);
+
+    /**
+     * Whether the store has a key, without reading it.
+     *
+     * @param key the key
+     * @return true when present
+     */
+    boolean contains(String key);
+
+    /**
+     * The names directly under a prefix (a group's arrays, groups and metadata files), sorted.
+     *
+     * @param prefix a group's key, "" for the root
+     * @return the names, or null when this store cannot list (a folder on a storage without listings)
+     */
+    List<String> list(String prefix);
+
+    /**
+     * Where a key lives, for messages: the file, or the archive and the entry ({@code adata.zarr.zip!/X/data/0}).
+     *
+     * @param key the key
+     * @return a path naming it
+     */
+    Path location(String key);
+
+    /** Releases what the store opened itself. */
+    @Override
+    void close();
+}
