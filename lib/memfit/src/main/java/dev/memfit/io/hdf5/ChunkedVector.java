@@ -133,7 +133,17 @@ final class ChunkedVector {
                         + "fletcher32, lzf, lz4, bitshuffle)", "filter " + id + " (" + filter.getName() + ")");
             }
         }
-        int count = Math.toIntExact(Math.multiplyExact((length + chunkElements - 1) / chunkElements, (long) gridColumns));
+        long chunkCount = Math.multiplyExact((length + chunkElements - 1) / chunkElements, (long) gridColumns);
+        // every chunk of a dataset anndata or h5py writes is stored, each with an index entry of at least 8 bytes: a
+        // count past what the file could index is a damaged shape or chunk size, refused before 16 bytes per chunk
+        // of bookkeeping are allocated for it
+        long mostChunks = mapping.byteSize() / 8 + 1024;
+        if (chunkCount > mostChunks) {
+            throw new InvalidFileException(file, -1, name + " of at most " + mostChunks + " chunks (an index entry each "
+                    + "in this " + mapping.byteSize() + "-byte file)", chunkCount + " chunks of " + Arrays.toString(chunkDims)
+                    + " for dimensions " + Arrays.toString(dims));
+        }
+        int count = Math.toIntExact(chunkCount);
         this.offsets = new long[count];
         this.sizes = new int[count];
         this.masks = new int[count];

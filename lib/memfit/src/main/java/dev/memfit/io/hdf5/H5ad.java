@@ -379,7 +379,9 @@ public final class H5ad implements AutoCloseable {
         }
         HdfFile hdf;
         try {
-            hdf = new HdfFile(file);
+            hdf = Hdf5.open(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
         } catch (RuntimeException e) {
             throw new InvalidFileException(file, -1, "an HDF5 file (.h5ad)", "a file jhdf cannot open: " + Hdf5.reason(e), e);
         }

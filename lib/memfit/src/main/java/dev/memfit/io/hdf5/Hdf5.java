@@ -87,6 +87,28 @@ public final class Hdf5 {
     }
 
     /**
+     * Opens an HDF5 file for jhdf over a read-only mapping of it, where it fits one buffer (under 2 GiB): jhdf then
+     * reads structures (object headers, heaps, chunk indexes) as slices of the mapping, so a size a damaged header
+     * claims costs nothing and a claim past the end fails at once, where jhdf's own file reader allocates a buffer of
+     * the claimed size first (tens of MB for a 43 KB file, or an out-of-memory error). Larger files are read through
+     * jhdf's file channel.
+     *
+     * @param file the file
+     * @return jhdf's view of it, to be closed
+     * @throws IOException when it cannot be mapped
+     */
+    static io.jhdf.HdfFile open(Path file) throws IOException {
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file,
+                java.nio.file.StandardOpenOption.READ)) {
+            long size = channel.size();
+            if (size > Integer.MAX_VALUE - 8) {
+                return new io.jhdf.HdfFile(file);
+            }
+            return io.jhdf.HdfFile.fromByteBuffer(channel.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, size));
+        }
+    }
+
+    /**
      * Runs a read through jhdf, turning what jhdf throws on a damaged file (its {@code HdfException}s, and the
      * buffer or index errors a truncated structure gives) into an {@link InvalidFileException} naming the file and
      * the node; memfit's own exceptions pass through unchanged.

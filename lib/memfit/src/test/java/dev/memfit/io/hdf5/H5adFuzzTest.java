@@ -14,8 +14,8 @@ import java.nio.file.Path;
  * Fuzzes the {@code .h5ad} open path on mutated bytes of small files written by anndata: {@link H5ad#builder()} open,
  * the {@code obs}/{@code var} index and columns, a few rows and the sum. Regression inputs:
  * {@code H5adFuzzTestInputs/fuzzH5ad} (anndata's CSR, gzip CSR, dense and CSC layouts and an {@code obs} column
- * too short). Inputs that still end in a jhdf or Java exception wait in {@code H5adFuzzPending} (not replayed) until
- * the reader wraps those at its boundary.
+ * too short, and every finding so far, among them headers and heaps claiming sizes far past the file, which jhdf
+ * now reads as slices of a mapping: see {@code Hdf5.open}).
  */
 class H5adFuzzTest {
 
