@@ -219,7 +219,10 @@ final class InspectCommand implements Callable<Integer> {
         };
     }
 
-    /** Float32 samples read in blocks of about 32 MB of consecutive samples, summed in float64. */
+    /**
+     * Samples read in blocks of about 32 MB of consecutive samples in their type (float64 shards as float64, never
+     * rounded to float32), summed in float64.
+     */
     private static double sum(SampleSource source) {
         CompensatedSum sum = new CompensatedSum();
         try (Arena arena = Arena.ofConfined()) {
@@ -232,7 +235,7 @@ final class InspectCommand implements Callable<Integer> {
                     indices[i] = first + i;
                 }
                 source.readBatch(indices, buffer);
-                sum.add(buffer, 0, n * source.sampleBytes() / Float.BYTES, DType.FLOAT32, ByteOrder.nativeOrder());
+                sum.add(buffer, 0, n * source.sampleBytes() / source.dtype().byteSize(), source.dtype(), ByteOrder.nativeOrder());
             }
         }
         return sum.value();

@@ -1,5 +1,6 @@
 package dev.memfit.cli;
 
+import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.storage.OutputLock;
@@ -56,6 +57,11 @@ final class ShardCommand implements Callable<Integer> {
 
     @Option(names = "--top-genes", description = "use the n genes with the largest total counts as the vocabulary")
     private Integer topGenes;
+
+    @Option(names = "--dtype", paramLabel = "TYPE", description = "the type of the shards' values: default the "
+            + "source's (float64 for a float64 X, each value kept exactly; float32 otherwise); float32 casts a float64 X "
+            + "(half the disk; values below float32's range become 0), as the output and the metadata say")
+    private String dtype;
 
     @Override
     public Integer call() {
@@ -129,7 +135,8 @@ final class ShardCommand implements Callable<Integer> {
                     }
                 }
                 ShardWriter.Builder writer = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize)
-                        .optVocabulary(genes).optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer);
+                        .optVocabulary(genes).optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer)
+                        .optDType(dtype(dtype));
                 objects.forEach((copy, named) -> writer.optSource(copy, named[0], named[1]));
                 result = writer.write(output);
             }
@@ -154,10 +161,36 @@ final class ShardCommand implements Callable<Integer> {
                     + " are not part of the shard set; memfit validate rejects the folder until they are moved out");
         }
         try (ShardStore store = ShardStore.open(output)) {
-            System.out.printf("%d %s shards (%d written now) of %,d cells x %,d genes in %s, %.1f MB%n", result.shards(),
-                    result.layout().key(), result.written(), result.cells(), result.genes(), output, store.storedBytes() / 1e6);
+            System.out.printf("%d %s shards (%d written now) of %,d cells x %,d genes in %s, %.1f MB%s%n", result.shards(),
+                    result.layout().key(), result.written(), result.cells(), result.genes(), output, store.storedBytes() / 1e6,
+                    result.dtype() == DType.FLOAT64 ? ", float64 values" : "");
+        }
+        if (result.castFrom() != null) {
+            System.out.println("values cast from " + name(result.castFrom()) + " to " + name(result.dtype())
+                    + " (--dtype " + name(result.dtype()) + "); recorded in " + ShardWriter.METADATA);
         }
         return 0;
+    }
+
+    /**
+     * The type {@code --dtype} names.
+     *
+     * @param name float32, float64, or null for the source's
+     * @return the type, or null
+     */
+    static DType dtype(String name) {
+        if (name == null) {
+            return null;
+        }
+        return switch (name.toLowerCase(java.util.Locale.ROOT)) {
+            case "float32", "f4" -> DType.FLOAT32;
+            case "float64", "f8" -> DType.FLOAT64;
+            default -> throw new MemfitException("--dtype: expected float32 or float64, found '" + name + "'");
+        };
+    }
+
+    private static String name(DType type) {
+        return type.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     /**
@@ -198,8 +231,9 @@ final class ShardCommand implements Callable<Integer> {
         public Integer call() {
             ShardStore.validate(folder);
             try (ShardStore store = ShardStore.open(folder)) {
-                System.out.printf("%s: valid, %d %s shards, %,d cells x %,d genes, %.1f MB%n", folder,
+                System.out.printf("%s: valid, %d %s shards, %,d cells x %,d genes, %s, %.1f MB%n", folder,
                         store.shardSizes().length, store.layout().key(), store.size(), store.vocabulary().genes().size(),
+                        name(store.dtype()) + (store.castFrom() == null ? "" : " (cast from " + name(store.castFrom()) + ")"),
                         store.storedBytes() / 1e6);
             }
             return 0;

@@ -249,6 +249,7 @@ public final class Datasets {
             facts.put("genes", sampleShape[0]);
             facts.put("shard_sizes", sizes);
             facts.put("layout", store.layout() == dev.memfit.shard.ShardLayout.SPARSE ? "sparse (CSR)" : "dense");
+            facts.put("dtype", dtypeFact(store.dtype(), store.castFrom()));
             facts.put("nnz", store.storedValues());
             // the bytes really stored: for CSR shards the non-zero values, their gene indices and row pointers
             facts.put("stored_bytes", store.storedBytes());
@@ -317,6 +318,7 @@ public final class Datasets {
                 facts.put("genes", store.sampleShape().get(0));
                 facts.put("shard_sizes", sizes);
                 facts.put("layout", store.layout() == dev.memfit.shard.ShardLayout.SPARSE ? "sparse (CSR)" : "dense");
+                facts.put("dtype", dtypeFact(store.dtype(), store.castFrom()));
                 facts.put("nnz", store.storedValues());
                 facts.put("stored_bytes", store.storedBytes());
                 long bytes = store.storedBytes() + cache.size(uri.resolve(Formats.SHARD_METADATA).toPath());
@@ -326,6 +328,12 @@ public final class Datasets {
         }
         throw new MemfitException(uri + ": expected an object memfit reads from a bucket (.npy, .h5ad, .mrcs/.mrc, "
                 + ".star, a cryoSPARC .cs, a .txt list of stacks, or a shard folder ending in /)");
+    }
+
+    /** A shard folder's value type as inspect shows it: {@code float64}, or {@code float32 (cast from float64)}. */
+    private static String dtypeFact(dev.memfit.DType dtype, dev.memfit.DType castFrom) {
+        String name = dtype.name().toLowerCase(java.util.Locale.ROOT);
+        return castFrom == null ? name : name + " (cast from " + castFrom.name().toLowerCase(java.util.Locale.ROOT) + ")";
     }
 
     private static Formats.DataFile describeParticles(ObjectUri uri, ObjectCache cache) {

@@ -61,6 +61,8 @@ final class H5adStream implements Loader.Pipeline {
     private final int prefetch;
     /** The matrix read: X, raw/X or layers/NAME. */
     private final String layer;
+    /** Whether the file's X is float64, which the stream's float32 batches round. */
+    private final boolean float64;
     /** What descriptions name: the file's name, or the object's address when the file is a staged object. */
     private String name;
     /** Closed with the stream: the pin and cache of a staged object; null for a local file. */
@@ -97,6 +99,7 @@ final class H5adStream implements Loader.Pipeline {
         this.prefetch = prefetch;
         this.name = file.getFileName().toString();
         this.layer = reader.layer();
+        this.float64 = reader.storedType() == DType.FLOAT64;
         this.slots = Math.addExact(bufferCells, Math.multiplyExact(prefetch, chunkSize));
         ShuffleBuffer.Sparse sparse;
         try {
@@ -157,7 +160,9 @@ final class H5adStream implements Loader.Pipeline {
     @Override
     public String describe() {
         return "stream of " + name + (layer.equals("X") ? "" : " " + layer) + " (" + cells + " cells x " + genes + " genes, chunks of " + chunkSize
-                + ", shuffle buffer " + bufferCells + ", " + threads + (threads == 1 ? " thread)" : " threads)");
+                + ", shuffle buffer " + bufferCells + ", " + threads + (threads == 1 ? " thread" : " threads")
+                // a stream gives float32 batches: say so when the file holds more
+                + (float64 ? ", float64 X read as float32)" : ")");
     }
 
     @Override

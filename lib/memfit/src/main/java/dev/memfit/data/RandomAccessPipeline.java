@@ -86,7 +86,10 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
     @Override
     public String describe() {
-        return source.describe();
+        // a conversion is said: the batches are not what the source holds
+        return source.describe() + (outputType == source.dtype() ? "" : ", batches converted from "
+                + source.dtype().name().toLowerCase(java.util.Locale.ROOT) + " to "
+                + outputType.name().toLowerCase(java.util.Locale.ROOT));
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.memfit.prep;
 
+import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
@@ -25,8 +26,15 @@ import java.util.Map;
  * mean and variance (ddof 1) of the normalized counts; dispersion = variance / mean; log of the dispersion and log1p of
  * the mean; genes binned into 20 equal-width bins of mean; the dispersion normalized within its bin (z-score; a bin of
  * one gene gets mean 0 and its own value as spread); the {@code n} genes of largest normalized dispersion kept, in
- * their original order. Pass one accumulates the per-gene sums; pass two writes the selected columns. Memory: one
- * chunk of rows plus a few doubles per gene.
+ * their original order, and more on ties: every gene whose normalized dispersion equals the {@code n}-th largest
+ * (scanpy's rule), so a run can keep a few more than {@code n}. Pass one accumulates the per-gene sums; pass two
+ * writes the selected columns. Memory: one chunk of rows plus a few doubles per gene.
+ *
+ * <p>Precision follows the source's ({@link H5ad#floatType()}), as scanpy's does: a float32 (or integer) X is
+ * normalized in float64, its {@code log1p} rounded to float32 and written as float32, as scanpy stores it; a float64
+ * X (FPKM, TPM, values far below float32's range) is read, normalized (each value times
+ * {@code 1 / (total / targetSum)}, scanpy's formula for a sparse X), log1p-transformed and summed in float64, and
+ * written as float64, so its genes and values are those scanpy computes from the float64 matrix.
  *
  * <p>Both passes read X in blocks of rows ({@link Pass}); the per-gene sums are added per block and the blocks
  * pairwise in a fixed tree ({@link GeneSums}), so that memfit's Spark engine, each task a range of blocks, selects the
@@ -61,10 +69,12 @@ public final class Preprocess {
      *
      * @param output the file
      * @param cells cells
-     * @param genes the genes kept
+     * @param genes the genes kept: the highly variable genes asked for, more when genes tie with the last one, fewer
+     *              when the file has fewer
      * @param statistics the per-gene statistics of all genes
+     * @param valueType the type X was computed and written in: the source's ({@link Pass#valueType()})
      */
-    public record Result(Path output, long cells, int genes, GeneStatistics statistics) {
+    public record Result(Path output, long cells, int genes, GeneStatistics statistics, DType valueType) {
     }
 
     /**
@@ -133,7 +143,9 @@ public final class Preprocess {
         }
 
         /**
-         * Sets the number of highly variable genes to keep (default 4,000; all genes when larger than n_vars).
+         * Sets the number of highly variable genes to keep (default 4,000; all genes when larger than n_vars): the
+         * genes whose normalized dispersion reaches the n-th largest, so more than n when others tie with it, as
+         * scanpy keeps them.
          *
          * @param genes at least 1
          * @return this builder
@@ -241,18 +253,18 @@ public final class Preprocess {
                 statistics = pass.sums(0, pass.blocks(), progress).statistics(h5ad.index("var"), settings.highlyVariable);
             }
             int[] keep = statistics.selected();
-            float[] totals = new float[Math.toIntExact(h5ad.observations())];
+            double[] totals = new double[Math.toIntExact(h5ad.observations())];
             try (H5adWriter writer = pass.createOutput(output, statistics);
                  ProgressListener.Task progress = listener.start("pass 2/2: writing " + output.getFileName(), h5ad.observations(), "cells")) {
                 pass.forEachSelected(0, pass.blocks(), keep, slice -> {
-                    writer.appendSparse(slice.count(), slice.rowStarts(), slice.columns(), slice.values());
+                    slice.appendTo(writer);
                     System.arraycopy(slice.totals(), 0, totals, Math.toIntExact(slice.first()), slice.count());
                     progress.step(slice.count());
                 });
                 pass.finishOutput(writer, statistics, totals);
                 writer.commit();
             }
-            return new Result(output, h5ad.observations(), keep.length, statistics);
+            return new Result(output, h5ad.observations(), keep.length, statistics, pass.valueType());
         }
     }
 
@@ -279,6 +291,8 @@ public final class Preprocess {
         private final H5ad h5ad;
         private final double targetSum;
         private final int genes;
+        /** Whether X is float64, read and computed in float64 and written so ({@link H5ad#floatType()}). */
+        private final boolean wide;
         private long blockRows;
         /** The input's obs and var columns, read by {@link #checkInput} or {@link #finishOutput}. */
         private List<Map<String, FrameColumn>> frames;
@@ -290,12 +304,22 @@ public final class Preprocess {
             this.h5ad = h5ad;
             this.targetSum = targetSum;
             this.genes = Math.toIntExact(h5ad.variables());
-            this.blockRows = Math.max(1, (16L << 20) / Math.max(1, h5ad.variables() * Float.BYTES));
+            this.wide = h5ad.floatType() == DType.FLOAT64;
+            this.blockRows = Math.max(1, (16L << 20) / Math.max(1, h5ad.variables() * h5ad.floatType().byteSize()));
         }
 
         /**
-         * Sets the rows of a block (default: 16 MB of dense rows). The sums, hence the statistics, depend on it in
-         * their last bits: runs to compare use the same value.
+         * The type the values are read, computed and written in: the source's ({@link H5ad#floatType()}).
+         *
+         * @return {@code FLOAT32} or {@code FLOAT64}
+         */
+        public DType valueType() {
+            return wide ? DType.FLOAT64 : DType.FLOAT32;
+        }
+
+        /**
+         * Sets the rows of a block (default: 16 MB of dense rows of the source's float type). The sums, hence the
+         * statistics, depend on it in their last bits: runs to compare use the same value.
          *
          * @param rows at least 1
          * @return this pass
@@ -392,14 +416,27 @@ public final class Preprocess {
                 double[] sumOfSquares = new double[genes];
                 for (int r = 0; r < rowCount; r++) {
                     long base = (long) r * genes;
-                    double total = rowTotal(rows, base, genes);
+                    double total = wide ? rowTotalWide(rows, base, genes) : rowTotal(rows, base, genes);
                     if (!(total >= 0 && total < Double.POSITIVE_INFINITY)) {
-                        throw notACount(input, h5ad, first + r, rows, base, genes);
+                        throw notACount(input, h5ad, first + r, rows, base, genes, wide);
                     }
                     if (totals != null) {
                         totals[Math.toIntExact(first + r)] = total;
                     }
                     if (total <= 0) {
+                        continue;
+                    }
+                    if (wide) {
+                        double scale = 1 / (total / targetSum);
+                        for (int g = 0; g < genes; g++) {
+                            double raw = rows.getAtIndex(ValueLayout.JAVA_DOUBLE, base + g);
+                            if (raw != 0) {
+                                // expm1 of the stored log1p, as scanpy's highly_variable_genes sees it
+                                double normalized = Math.expm1(Math.log1p(raw * scale));
+                                sum[g] += normalized;
+                                sumOfSquares[g] += normalized * normalized;
+                            }
+                        }
                         continue;
                     }
                     double scale = targetSum / total;
@@ -434,14 +471,28 @@ public final class Preprocess {
             forEachBlock(firstBlock, count, (first, rowCount, rows) -> {
                 int[] starts = new int[rowCount + 1];
                 int[] columns = new int[rowCount * keep.length];
-                float[] values = new float[columns.length];
-                float[] totals = new float[rowCount];
+                float[] values = wide ? null : new float[columns.length];
+                double[] wideValues = wide ? new double[columns.length] : null;
+                double[] totals = new double[rowCount];
                 int k = 0;
                 for (int r = 0; r < rowCount; r++) {
                     long base = (long) r * genes;
                     // the same value either way: a row's total is summed in one order
-                    double total = known != null ? known[Math.toIntExact(first + r)] : rowTotal(rows, base, genes);
-                    totals[r] = (float) total;
+                    double total = known != null ? known[Math.toIntExact(first + r)]
+                            : wide ? rowTotalWide(rows, base, genes) : rowTotal(rows, base, genes);
+                    totals[r] = total;
+                    if (wide) {
+                        double scale = total > 0 ? 1 / (total / targetSum) : 0;
+                        for (int j = 0; j < keep.length; j++) {
+                            double raw = rows.getAtIndex(ValueLayout.JAVA_DOUBLE, base + keep[j]);
+                            if (raw != 0) {
+                                columns[k] = j;
+                                wideValues[k++] = Math.log1p(raw * scale);
+                            }
+                        }
+                        starts[r + 1] = k;
+                        continue;
+                    }
                     double scale = total > 0 ? targetSum / total : 0;
                     for (int j = 0; j < keep.length; j++) {
                         float raw = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + keep[j]);
@@ -452,12 +503,14 @@ public final class Preprocess {
                     }
                     starts[r + 1] = k;
                 }
-                consumer.accept(new Slice(first, rowCount, starts, Arrays.copyOf(columns, k), Arrays.copyOf(values, k), totals));
+                consumer.accept(new Slice(first, rowCount, starts, Arrays.copyOf(columns, k),
+                        wide ? null : Arrays.copyOf(values, k), wide ? Arrays.copyOf(wideValues, k) : null, totals));
             });
         }
 
         /**
-         * Starts the processed file: the selected genes as its {@code var} index.
+         * Starts the processed file: the selected genes as its {@code var} index, X of the source's float type
+         * ({@link #valueType()}).
          *
          * @param output the file to write
          * @param statistics the selection
@@ -465,20 +518,21 @@ public final class Preprocess {
          */
         public H5adWriter createOutput(Path output, GeneStatistics statistics) {
             String[] keptNames = Arrays.stream(statistics.selected()).mapToObj(g -> statistics.genes()[g]).toArray(String[]::new);
-            return H5adWriter.create(output, keptNames);
+            return H5adWriter.create(output, keptNames, H5adWriter.Layout.contiguous().values(valueType()));
         }
 
         /**
          * Writes the tables of the processed file once its cells are in: the input's {@code obs} columns, each with
          * its type, plus each cell's raw total ({@code n_counts_raw}); the input's {@code var} columns on the selected
          * genes, plus their statistics ({@code highly_variable}, {@code means}, {@code dispersions},
-         * {@code dispersions_norm}); the index names of both. The caller commits.
+         * {@code dispersions_norm}); the index names of both. The caller commits. The totals are written in the
+         * source's float type ({@link #valueType()}).
          *
          * @param writer the output
          * @param statistics the selection
          * @param totals each cell's raw total, in row order
          */
-        public void finishOutput(H5adWriter writer, GeneStatistics statistics, float[] totals) {
+        public void finishOutput(H5adWriter writer, GeneStatistics statistics, double[] totals) {
             int[] keep = statistics.selected();
             String[] cellNames = h5ad.index("obs");
             if (cellNames.length == totals.length) {
@@ -488,7 +542,15 @@ public final class Preprocess {
             List<Map<String, FrameColumn>> frames = frames();
             // every input column with its type; var's on the selected genes only
             frames.get(0).forEach(writer::obs);
-            writer.obs(RAW_TOTALS, totals);
+            if (wide) {
+                writer.obs(RAW_TOTALS, totals);
+            } else {
+                float[] narrow = new float[totals.length];
+                for (int i = 0; i < narrow.length; i++) {
+                    narrow[i] = (float) totals[i];
+                }
+                writer.obs(RAW_TOTALS, narrow);
+            }
             frames.get(1).forEach((name, column) -> writer.var(name, column.subset(keep)));
             writer.var("highly_variable", fill(keep.length))
                     .var("means", pick(statistics.means(), keep))
@@ -504,11 +566,12 @@ public final class Preprocess {
                 return;
             }
             int capacity = (int) Math.min(blockRows, to - from);
+            DType type = valueType();
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment rows = arena.allocate((long) capacity * genes * Float.BYTES, 8);
+                MemorySegment rows = arena.allocate((long) capacity * genes * type.byteSize(), 8);
                 for (long first = from; first < to; first += blockRows) {
                     int rowCount = (int) Math.min(blockRows, to - first);
-                    h5ad.readRows(first, rowCount, rows);
+                    h5ad.readRows(first, rowCount, rows, type);
                     consumer.accept(first, rowCount, rows);
                 }
             }
@@ -522,11 +585,25 @@ public final class Preprocess {
      * @param count cells
      * @param rowStarts CSR row pointers, {@code count + 1}
      * @param columns column of each value (index into the selected genes)
-     * @param values log1p of the normalized counts
+     * @param values log1p of the normalized counts, float32 (null for a float64 source)
+     * @param wideValues log1p of the normalized counts, float64, for a float64 source (else null)
      * @param totals each cell's raw total
      */
-    public record Slice(long first, int count, int[] rowStarts, int[] columns, float[] values, float[] totals)
-            implements java.io.Serializable {
+    public record Slice(long first, int count, int[] rowStarts, int[] columns, float[] values, double[] wideValues,
+                        double[] totals) implements java.io.Serializable {
+
+        /**
+         * Appends the cells to the processed file, in their type.
+         *
+         * @param writer the output, from {@link Pass#createOutput}
+         */
+        public void appendTo(H5adWriter writer) {
+            if (wideValues != null) {
+                writer.appendSparse(count, rowStarts, columns, wideValues);
+            } else {
+                writer.appendSparse(count, rowStarts, columns, values);
+            }
+        }
     }
 
     /** pandas' {@code cut(means, 20)}: equal-width bins, right-closed, the lowest edge lowered by 0.1% of the range. */
@@ -590,12 +667,12 @@ public final class Preprocess {
      * (row and obs name), the gene and the value: normalizing it would give a row of NaN or zeros without a word.
      */
     private static InvalidFileException notACount(Path input, H5ad h5ad, long row, java.lang.foreign.MemorySegment rows,
-                                                  long base, int genes) {
+                                                  long base, int genes, boolean wide) {
         int gene = 0;
-        while (gene < genes - 1 && isCount(rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + gene))) {
+        while (gene < genes - 1 && isCount(value(rows, base + gene, wide))) {
             gene++;
         }
-        float value = rows.getAtIndex(ValueLayout.JAVA_FLOAT, base + gene);
+        Object value = wide ? (Object) value(rows, base + gene, true) : (Object) (float) value(rows, base + gene, false);
         String[] cells = h5ad.index("obs");
         String[] names = h5ad.index("var");
         String cell = row < cells.length ? " ('" + cells[(int) row] + "')" : "";
@@ -605,8 +682,24 @@ public final class Preprocess {
                         + "; preprocess reads raw counts (anndata's .raw.X or layers['counts'] saved as X)");
     }
 
-    private static boolean isCount(float value) {
-        return value >= 0 && value < Float.POSITIVE_INFINITY;
+    private static boolean isCount(double value) {
+        return value >= 0 && value < Double.POSITIVE_INFINITY;
+    }
+
+    private static double value(MemorySegment rows, long index, boolean wide) {
+        return wide ? rows.getAtIndex(ValueLayout.JAVA_DOUBLE, index) : rows.getAtIndex(ValueLayout.JAVA_FLOAT, index);
+    }
+
+    /** The row's total of float64 values, or NaN when it holds a negative value. */
+    private static double rowTotalWide(MemorySegment rows, long base, int genes) {
+        double total = 0;
+        double least = 0;
+        for (int g = 0; g < genes; g++) {
+            double value = rows.getAtIndex(ValueLayout.JAVA_DOUBLE, base + g);
+            total += value;
+            least = Math.min(least, value);
+        }
+        return least < 0 ? Double.NaN : total;
     }
 
     /** The row's total, or NaN when it holds a negative value (which positive ones could hide in the total). */

@@ -116,6 +116,36 @@ public record GeneVocabulary(List<String> genes) {
     }
 
     /**
+     * Maps rows of an input onto the vocabulary, as {@link #project(MemorySegment, int, int[], MemorySegment)}, in a
+     * float type.
+     *
+     * @param rows {@code count} rows of the input's genes, of {@code type}
+     * @param count the number of rows
+     * @param positions from {@link #positionsOf(String[])}
+     * @param into {@code count} rows of vocabulary size, of {@code type}; overwritten
+     * @param type {@code FLOAT32} or {@code FLOAT64}
+     */
+    public void project(MemorySegment rows, int count, int[] positions, MemorySegment into, dev.memfit.DType type) {
+        if (type == dev.memfit.DType.FLOAT32) {
+            project(rows, count, positions, into);
+            return;
+        }
+        if (type != dev.memfit.DType.FLOAT64) {
+            throw new IllegalArgumentException("rows are projected as FLOAT32 or FLOAT64, not " + type);
+        }
+        long size = genes.size();
+        into.asSlice(0, count * size * Double.BYTES).fill((byte) 0);
+        for (int r = 0; r < count; r++) {
+            for (int g = 0; g < positions.length; g++) {
+                if (positions[g] >= 0) {
+                    into.setAtIndex(ValueLayout.JAVA_DOUBLE, r * size + positions[g],
+                            rows.getAtIndex(ValueLayout.JAVA_DOUBLE, (long) r * positions.length + g));
+                }
+            }
+        }
+    }
+
+    /**
      * Writes the vocabulary as a JSON array of gene names.
      *
      * @param file the output

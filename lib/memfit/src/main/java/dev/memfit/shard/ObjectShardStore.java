@@ -55,6 +55,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 public final class ObjectShardStore implements SampleSource {
 
     private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfDouble DOUBLE_LE = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -75,6 +76,10 @@ public final class ObjectShardStore implements SampleSource {
     private final int genes;
     private final GeneVocabulary vocabulary;
     private final long storedBytes;
+    /** The type of the values (the metadata's {@code dtype}), and its size. */
+    private final DType dtype;
+    private final int valueBytes;
+    private final DType castFrom;
     private final MemorySegment zeros;
     private final ExecutorService stager;
     /** Per shard: its staging (done when mapped), or null when not resident. Guarded by {@code this}. */
@@ -96,6 +101,9 @@ public final class ObjectShardStore implements SampleSource {
         this.closeCache = settings.closeCache;
         this.ahead = settings.prefetchShards;
         this.layout = ShardLayout.of(metadata.path("layout").asText(ShardLayout.DENSE.key()));
+        this.dtype = ShardStore.dtype(metadata, metadataShownAs);
+        this.valueBytes = dtype.byteSize();
+        this.castFrom = ShardStore.castFrom(metadata);
         List<String> names = new ArrayList<>();
         metadata.path("vocabulary").forEach(name -> names.add(name.asText()));
         this.vocabulary = new GeneVocabulary(names);
@@ -135,7 +143,7 @@ public final class ObjectShardStore implements SampleSource {
         pinVersions();
         this.cells = total;
         this.storedBytes = bytes;
-        this.zeros = MemorySegment.ofArray(new float[genes]);
+        this.zeros = MemorySegment.ofArray(new byte[Math.multiplyExact(genes, valueBytes)]);
         this.resident = new CompletableFuture[shards];
         this.lastUsed = new long[shards];
         this.stager = Executors.newSingleThreadExecutor(Threads.daemon("memfit-shard-stager"));
@@ -348,7 +356,7 @@ public final class ObjectShardStore implements SampleSource {
                 }
                 int slot = slot(object.role());
                 long count = layout == ShardLayout.DENSE ? sizes[shard] : slot == 2 ? sizes[shard] + 1 : nnz[shard];
-                DType type = slot == 1 ? DType.INT32 : slot == 2 ? DType.INT64 : DType.FLOAT32;
+                DType type = slot == 1 ? DType.INT32 : slot == 2 ? DType.INT64 : dtype;
                 ShardStore.checkArray(staged.file(), type, count, layout == ShardLayout.DENSE ? genes : -1);
                 arrays[slot] = Npy.map(staged.file());
             }
@@ -500,7 +508,7 @@ public final class ObjectShardStore implements SampleSource {
 
     @Override
     public void readBatch(long[] cellIndices, MemorySegment into) {
-        long rowBytes = (long) genes * Float.BYTES;
+        long rowBytes = (long) genes * valueBytes;
         int held = -1;
         Resident shard = null;
         try {
@@ -529,7 +537,7 @@ public final class ObjectShardStore implements SampleSource {
     }
 
     private void readRow(Resident shard, int s, long row, MemorySegment into, long offset) {
-        long rowBytes = (long) genes * Float.BYTES;
+        long rowBytes = (long) genes * valueBytes;
         if (layout == ShardLayout.DENSE) {
             MemorySegment.copy(shard.arrays[0].data(), row * rowBytes, into, offset, rowBytes);
             return;
@@ -538,7 +546,8 @@ public final class ObjectShardStore implements SampleSource {
         long start = pointers.get(LONG_LE, row * Long.BYTES);
         long end = pointers.get(LONG_LE, (row + 1) * Long.BYTES);
         int n = Math.toIntExact(end - start);
-        MemorySegment rowValues = shard.arrays[0].data().asSlice(start * Float.BYTES, (long) n * Float.BYTES);
+        MemorySegment rowValues = shard.arrays[0].data().asSlice(start * valueBytes, (long) n * valueBytes);
+        boolean wide = valueBytes == Double.BYTES;
         MemorySegment rowIndices = shard.arrays[1].data().asSlice(start * Integer.BYTES, (long) n * Integer.BYTES);
         MemorySegment out = into.asSlice(offset, rowBytes);
         MemorySegment.copy(zeros, 0, out, 0, rowBytes);
@@ -549,7 +558,11 @@ public final class ObjectShardStore implements SampleSource {
                         shard.arrays[1].header().dataOffset() + (start + k) * Integer.BYTES,
                         "gene indices in [0, " + genes + ") (the vocabulary)", "index " + gene);
             }
-            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
+            if (wide) {
+                out.setAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, gene, rowValues.getAtIndex(DOUBLE_LE, k));
+            } else {
+                out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
+            }
         }
     }
 
@@ -631,20 +644,36 @@ public final class ObjectShardStore implements SampleSource {
         return new Shape(genes);
     }
 
+    /**
+     * The type of the shards' values, in which cells are read: float32, or float64 for shards of a float64 source.
+     *
+     * @return {@code FLOAT32} or {@code FLOAT64}
+     */
     @Override
     public DType dtype() {
-        return DType.FLOAT32;
+        return dtype;
+    }
+
+    /**
+     * The type the source's values were cast from, as {@link ShardStore#castFrom()}.
+     *
+     * @return {@code FLOAT64}, or null
+     */
+    public DType castFrom() {
+        return castFrom;
     }
 
     @Override
     public String fingerprint() {
         return folder + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
-                + Arrays.hashCode(sizes) + ", " + storedValues() + " values in " + storedBytes + " bytes";
+                + Arrays.hashCode(sizes) + ", " + storedValues() + (dtype == DType.FLOAT64 ? " float64" : "")
+                + " values in " + storedBytes + " bytes";
     }
 
     @Override
     public String describe() {
-        return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards in " : " shards in ") + folder;
+        return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards" : " shards")
+                + (dtype == DType.FLOAT64 ? " of float64" : "") + " in " + folder;
     }
 
     /** Stops staging, unmaps and unpins the resident shards, and closes the cache when it was handed over. */

@@ -1,13 +1,14 @@
 package dev.memfit.shard;
 
 /**
- * How a shard stores its cells.
+ * How a shard stores its cells. The values are of the folder's {@code dtype}: float32, or float64 for shards of a
+ * float64 X ({@link ShardWriter}).
  */
 public enum ShardLayout {
-    /** One {@code .npy} per shard: cells x genes float32, every value stored (zeros included). */
+    /** One {@code .npy} per shard: cells x genes, every value stored (zeros included). */
     DENSE("dense"),
     /**
-     * Compressed sparse rows, three {@code .npy} per shard: {@code .data.npy} (float32 values),
+     * Compressed sparse rows, three {@code .npy} per shard: {@code .data.npy} (the values),
      * {@code .indices.npy} (int32 gene of each value, strictly ascending within a cell: a gene the input stored
      * twice in a cell is summed into one value, as scipy's {@code sum_duplicates}) and {@code .indptr.npy} (int64,
      * cells + 1 entries: cell {@code i}'s values are at {@code [indptr[i], indptr[i + 1])}). Only the non-zero values are

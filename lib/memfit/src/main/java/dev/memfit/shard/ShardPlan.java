@@ -2,6 +2,7 @@ package dev.memfit.shard;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
@@ -23,14 +24,18 @@ import java.util.Map;
 /**
  * A conversion of one or many {@code .h5ad} files into shards, planned once: the inputs in the given order, each cut
  * into shards of {@code shardSize} cells from its first cell (so a shard never holds cells of two files, and its cell
- * table has that file's {@code obs} columns), numbered across the inputs; the vocabulary and the layout. The plan is
+ * table has that file's {@code obs} columns), numbered across the inputs; the vocabulary, the layout and the type of
+ * the values (the source's: float64 for a float64 X, float32 otherwise; or a cast, {@link Builder#optDType}). The plan is
  * {@link Serializable} so that an engine can send it to workers: each writes some shards with {@link #open(int)} and
  * {@link Input#write}, the one encoding {@link ShardWriter} uses, and the caller writes the metadata last with
  * {@link #writeMetadata}. The folder is then byte for byte what {@link ShardWriter} writes from the same plan.
  */
 public final class ShardPlan implements Serializable {
 
-    private static final long serialVersionUID = 1L;
+    private static final long serialVersionUID = 2L;
+
+    /** The metadata key of the type the values were cast from. */
+    static final String CAST_FROM = "cast_from";
 
     private final String[] inputs;
     private final long[] inputCells;
@@ -43,6 +48,9 @@ public final class ShardPlan implements Serializable {
     private final long shardSize;
     private final List<String> vocabulary;
     private final ShardLayout layout;
+    /** The type of the shards' values, and the inputs' (float64 when any input's X is float64). */
+    private final DType dtype;
+    private final DType sourceType;
     /** The matrix converted: X, raw/X or layers/NAME. */
     private final String layer;
     /** Per shard: its input, its first row there and its cells. */
@@ -50,7 +58,8 @@ public final class ShardPlan implements Serializable {
     private final long[] shardFirst;
     private final long[] shardCells;
 
-    private ShardPlan(Builder settings, ShardLayout layout, List<String> vocabulary, long[] inputCells) {
+    private ShardPlan(Builder settings, ShardLayout layout, List<String> vocabulary, long[] inputCells, DType dtype,
+                      DType sourceType) {
         int n = settings.inputs.size();
         this.inputs = new String[n];
         this.inputBytes = new long[n];
@@ -75,6 +84,8 @@ public final class ShardPlan implements Serializable {
         this.shardSize = settings.shardSize;
         this.vocabulary = List.copyOf(vocabulary);
         this.layout = layout;
+        this.dtype = dtype;
+        this.sourceType = sourceType;
         this.layer = settings.layer;
         long total = 0;
         for (long cells : inputCells) {
@@ -114,6 +125,7 @@ public final class ShardPlan implements Serializable {
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
+        private DType dtype;
         private ProgressListener progress = ProgressListener.silent();
         private String layer = "X";
         private final java.util.Map<Path, String[]> sources = new java.util.HashMap<>();
@@ -196,6 +208,20 @@ public final class ShardPlan implements Serializable {
         }
 
         /**
+         * Sets the type of the shards' values (default: the source's, float64 when an input's X is float64, else
+         * float32): {@code FLOAT32} casts a float64 X's values to float32 (half the disk; each value rounded to the
+         * nearest float32, values below float32's range to 0), which the metadata records
+         * ({@code "cast_from": "float64"}); {@code FLOAT64} widens a float32 X exactly.
+         *
+         * @param type {@code FLOAT32} or {@code FLOAT64}, or null for the source's
+         * @return this builder
+         */
+        public Builder optDType(DType type) {
+            this.dtype = type;
+            return this;
+        }
+
+        /**
          * Sets where the progress of opening the inputs goes (default silent): a CSC X is transposed when opened.
          *
          * @param listener the listener
@@ -230,6 +256,11 @@ public final class ShardPlan implements Serializable {
                 throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
                         + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
             }
+            if (dtype != null && dtype != DType.FLOAT32 && dtype != DType.FLOAT64) {
+                throw new MemfitException("optDType(" + dtype + "): shards hold FLOAT32 or FLOAT64 values (--dtype "
+                        + "float32 or float64 on the command line)");
+            }
+            DType sourceType = DType.FLOAT32;
             long[] cells = new long[inputs.size()];
             List<String[]> inputGenes = new ArrayList<>();
             boolean anySparse = false;
@@ -238,6 +269,9 @@ public final class ShardPlan implements Serializable {
                 try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
                     layer = h5ad.layer();
                     anySparse |= h5ad.sparse();
+                    if (h5ad.floatType() == DType.FLOAT64) {
+                        sourceType = DType.FLOAT64;
+                    }
                     inputGenes.add(h5ad.index("var"));
                     // a column the cell tables cannot carry is refused now, before any shard is written
                     if (h5ad.frameColumns("obs").containsKey(CellTable.CELL_ID)) {
@@ -274,7 +308,7 @@ public final class ShardPlan implements Serializable {
                             + "): every cell would be empty; give a vocabulary (--vocab) with the file's gene names (its var index)");
                 }
             }
-            return new ShardPlan(this, chosen, genes, cells);
+            return new ShardPlan(this, chosen, genes, cells, dtype != null ? dtype : sourceType, sourceType);
         }
     }
 
@@ -351,6 +385,25 @@ public final class ShardPlan implements Serializable {
      */
     public ShardLayout layout() {
         return layout;
+    }
+
+    /**
+     * The type of the shards' values.
+     *
+     * @return {@code FLOAT32} or {@code FLOAT64}
+     */
+    public DType dtype() {
+        return dtype;
+    }
+
+    /**
+     * The type the inputs' values were cast from, when the shards hold a narrower one: {@code FLOAT64} for float64
+     * inputs sharded as float32 ({@link Builder#optDType}).
+     *
+     * @return {@code FLOAT64}, or null when the shards hold the source's values exactly
+     */
+    public DType castFrom() {
+        return sourceType == DType.FLOAT64 && dtype == DType.FLOAT32 ? DType.FLOAT64 : null;
     }
 
     /**
@@ -443,7 +496,7 @@ public final class ShardPlan implements Serializable {
                 h5ad.prepareRows();
                 obs = h5ad.frameColumns("obs");
                 barcodes = h5ad.index("obs");
-                buffers = new ShardWriter.Buffers(arena, h5ad, vocabulary.size(), layout);
+                buffers = new ShardWriter.Buffers(arena, h5ad, vocabulary.size(), layout, dtype);
             }
         }
 
@@ -534,7 +587,11 @@ public final class ShardPlan implements Serializable {
         }
         metadata.put("cells", cells());
         metadata.put("shard_size", shardSize);
-        metadata.put("dtype", "float32");
+        metadata.put("dtype", dtype == DType.FLOAT64 ? "float64" : "float32");
+        if (castFrom() != null) {
+            // only for a cast: folders of float32 sources written before dtypes were kept still resume
+            metadata.put(CAST_FROM, "float64");
+        }
         metadata.put("complete", false);
         metadata.set("vocabulary", ShardWriter.JSON.valueToTree(vocabulary));
         metadata.set("shards", ShardWriter.JSON.createArrayNode());

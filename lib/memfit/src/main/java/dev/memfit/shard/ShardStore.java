@@ -29,6 +29,10 @@ import java.util.List;
  * into the caller's memory: the row zeroed, then its stored values scattered from the mapped arrays (no copy in
  * between, no garbage per row, safe from several threads).
  *
+ * <p>Cells are read in the shards' type ({@link #dtype()}, the metadata's {@code dtype}): float32, or float64 for
+ * shards of a float64 source. A loader hands out batches of that type unless told otherwise
+ * ({@link dev.memfit.data.LoaderBuilder#optConvertTo}).
+ *
  * <p>Opening checks the metadata against the files: presence, types, shapes, and for CSR that each row pointer
  * array runs from 0 up to the number of stored values without decreasing (8 bytes per cell read). Gene indices are
  * checked as they are read (a cheap comparison per value, instead of reading every index file at open); a full
@@ -55,6 +59,7 @@ public final class ShardStore implements SampleSource {
     };
 
     private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfDouble DOUBLE_LE = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -67,6 +72,11 @@ public final class ShardStore implements SampleSource {
     private final long cells;
     private final int genes;
     private final GeneVocabulary vocabulary;
+    /** The type of the values, and its size. */
+    private final DType dtype;
+    private final int valueBytes;
+    /** The source's type when the values were cast to a narrower one, else null. */
+    private DType castFrom;
     private final long storedValues;
     private final long storedBytes;
     /** Dense: each shard's cells x genes; null for CSR. */
@@ -77,13 +87,12 @@ public final class ShardStore implements SampleSource {
     private final MemorySegment[] pointers;
     private final Path[] indexFiles;
     private final long[] indexOffsets;
-    /** One row of zeros, copied over a row before its values are scattered (on the heap: no arena to close). */
-    private final MemorySegment zeros;
-
     private ShardStore(Path folder, ShardLayout layout, List<NpyArray> arrays, List<Path> files, long[] sizes,
-                       GeneVocabulary vocabulary) {
+                       GeneVocabulary vocabulary, DType dtype) {
         this.folder = folder;
         this.layout = layout;
+        this.dtype = dtype;
+        this.valueBytes = dtype.byteSize();
         this.arrays = arrays;
         this.files = List.copyOf(files);
         this.sizes = sizes;
@@ -134,7 +143,6 @@ public final class ShardStore implements SampleSource {
             }
             storedValues = nnz;
         }
-        this.zeros = MemorySegment.ofArray(new float[genes]);
     }
 
     /**
@@ -174,6 +182,7 @@ public final class ShardStore implements SampleSource {
     static void checkShard(Path folder, JsonNode metadata, JsonNode shard) {
         long cells = shard.path("cells").asLong();
         long genes = metadata.path("vocabulary").size();
+        DType dtype = dtype(metadata, folder.resolve(ShardWriter.METADATA));
         JsonNode listed = shard.path("files");
         if (listed.isArray() && !listed.isEmpty()) {
             for (JsonNode file : listed) {
@@ -191,14 +200,14 @@ public final class ShardStore implements SampleSource {
                 }
             }
             if (ShardLayout.of(metadata.path("layout").asText(ShardLayout.DENSE.key())) == ShardLayout.SPARSE) {
-                checkSparse(folder, shard, cells, genes);
+                checkSparse(folder, shard, cells, genes, dtype);
             } else {
-                checkArray(folder.resolve(shard.path("file").asText()), DType.FLOAT32, cells, genes);
+                checkArray(folder.resolve(shard.path("file").asText()), dtype, cells, genes);
             }
         } else {
             // format version 1: one dense .npy per shard, the CRC32C of its data region
             Path npy = folder.resolve(shard.path("file").asText());
-            NpyHeader header = checkArray(npy, DType.FLOAT32, cells, genes);
+            NpyHeader header = checkArray(npy, dtype, cells, genes);
             long crc = ShardWriter.checksum(npy);
             if (crc != shard.path("crc32c").asLong()) {
                 throw new InvalidFileException(npy, header.dataOffset(), "CRC32C " + Long.toHexString(shard.path("crc32c").asLong())
@@ -223,11 +232,11 @@ public final class ShardStore implements SampleSource {
     private record SparseFiles(Path data, Path indices, Path indptr, long nnz) {
 
         /** The files, each checked for its type and shape (values and indices of nnz, row pointers of cells + 1). */
-        static SparseFiles checked(Path folder, JsonNode shard, long cells) {
+        static SparseFiles checked(Path folder, JsonNode shard, long cells, DType dtype) {
             long nnz = shard.path("nnz").asLong(-1);
             SparseFiles files = new SparseFiles(roleFile(folder, shard, "data"), roleFile(folder, shard, "indices"),
                     roleFile(folder, shard, "indptr"), nnz);
-            checkArray(files.data(), DType.FLOAT32, nnz, -1);
+            checkArray(files.data(), dtype, nnz, -1);
             checkArray(files.indices(), DType.INT32, nnz, -1);
             checkArray(files.indptr(), DType.INT64, cells + 1, -1);
             return files;
@@ -235,8 +244,8 @@ public final class ShardStore implements SampleSource {
     }
 
     /** A CSR shard's arrays: types and shapes, row pointers, and every gene index below the vocabulary's size. */
-    private static void checkSparse(Path folder, JsonNode shard, long cells, long genes) {
-        SparseFiles sparse = SparseFiles.checked(folder, shard, cells);
+    private static void checkSparse(Path folder, JsonNode shard, long cells, long genes, DType dtype) {
+        SparseFiles sparse = SparseFiles.checked(folder, shard, cells, dtype);
         Path index = sparse.indices();
         try (NpyArray pointers = Npy.map(sparse.indptr()); NpyArray indices = Npy.map(index)) {
             checkPointers(pointers, sparse.nnz());
@@ -342,6 +351,29 @@ public final class ShardStore implements SampleSource {
         return metadata;
     }
 
+    /**
+     * The type of a shard folder's values, from its metadata's {@code dtype} (float32 when absent, as in folders of
+     * format version 1).
+     *
+     * @param metadata the folder's metadata
+     * @param shownAs the metadata file, for the message
+     * @return {@code FLOAT32} or {@code FLOAT64}
+     * @throws InvalidFileException for another type
+     */
+    static DType dtype(JsonNode metadata, Path shownAs) {
+        String name = metadata.path("dtype").asText("float32");
+        return switch (name) {
+            case "float32" -> DType.FLOAT32;
+            case "float64" -> DType.FLOAT64;
+            default -> throw new InvalidFileException(shownAs, -1, "dtype float32 or float64", "dtype " + name);
+        };
+    }
+
+    /** The metadata's {@code cast_from}: {@code FLOAT64}, or null. */
+    static DType castFrom(JsonNode metadata) {
+        return "float64".equals(metadata.path(ShardPlan.CAST_FROM).asText(null)) ? DType.FLOAT64 : null;
+    }
+
     /** Checks that an array file exists and holds {@code rows} (x {@code columns} when 2-D) little-endian C-order values of a type. */
     static NpyHeader checkArray(Path npy, DType type, long rows, long columns) {
         if (!Files.exists(npy)) {
@@ -404,6 +436,7 @@ public final class ShardStore implements SampleSource {
         JsonNode metadata = metadata(folder);
         long genes = metadata.path("vocabulary").size();
         ShardLayout layout = ShardLayout.of(metadata.path("layout").asText(ShardLayout.DENSE.key()));
+        DType dtype = dtype(metadata, folder.resolve(ShardWriter.METADATA));
         List<NpyArray> arrays = new ArrayList<>();
         List<Path> files = new ArrayList<>();
         List<Long> sizes = new ArrayList<>();
@@ -412,11 +445,11 @@ public final class ShardStore implements SampleSource {
                 long cells = shard.path("cells").asLong();
                 if (layout == ShardLayout.DENSE) {
                     Path npy = folder.resolve(shard.path("file").asText());
-                    checkArray(npy, DType.FLOAT32, cells, genes);
+                    checkArray(npy, dtype, cells, genes);
                     files.add(npy);
                     arrays.add(Npy.map(npy));
                 } else {
-                    SparseFiles sparse = SparseFiles.checked(folder, shard, cells);
+                    SparseFiles sparse = SparseFiles.checked(folder, shard, cells, dtype);
                     files.addAll(List.of(sparse.data(), sparse.indices(), sparse.indptr()));
                     arrays.add(Npy.map(sparse.data()));
                     arrays.add(Npy.map(sparse.indices()));
@@ -431,8 +464,10 @@ public final class ShardStore implements SampleSource {
         }
         List<String> names = new ArrayList<>();
         metadata.path("vocabulary").forEach(name -> names.add(name.asText()));
-        return new ShardStore(folder, layout, arrays, files, sizes.stream().mapToLong(Long::longValue).toArray(),
-                new GeneVocabulary(names));
+        ShardStore store = new ShardStore(folder, layout, arrays, files, sizes.stream().mapToLong(Long::longValue).toArray(),
+                new GeneVocabulary(names), dtype);
+        store.castFrom = castFrom(metadata);
+        return store;
     }
 
     /**
@@ -501,14 +536,30 @@ public final class ShardStore implements SampleSource {
         return new Shape(genes);
     }
 
+    /**
+     * The type of the shards' values, in which cells are read: float32, or float64 for shards of a float64 source.
+     *
+     * @return {@code FLOAT32} or {@code FLOAT64}
+     */
     @Override
     public DType dtype() {
-        return DType.FLOAT32;
+        return dtype;
+    }
+
+    /**
+     * The type the source's values were cast from, when the shards hold a narrower one ({@code ./memfit shard
+     * --dtype float32} of a float64 X; the metadata's {@code cast_from}).
+     *
+     * @return {@code FLOAT64}, or null when the shards hold the source's values exactly (or the folder predates the
+     *         record)
+     */
+    public DType castFrom() {
+        return castFrom;
     }
 
     @Override
     public void readBatch(long[] cellIndices, MemorySegment into) {
-        long rowBytes = (long) genes * Float.BYTES;
+        long rowBytes = (long) genes * valueBytes;
         for (int i = 0; i < cellIndices.length; i++) {
             readRow(cellIndices[i], into, i * rowBytes);
         }
@@ -519,11 +570,11 @@ public final class ShardStore implements SampleSource {
         readRow(index, into, 0);
     }
 
-    /** One cell, dense float32, at {@code offset} in {@code into}: straight from the shard's mappings. */
+    /** One cell, dense in the shards' type, at {@code offset} in {@code into}: straight from the shard's mappings. */
     private void readRow(long index, MemorySegment into, long offset) {
         int shard = shardOf(index);
         long row = index - starts[shard];
-        long rowBytes = (long) genes * Float.BYTES;
+        long rowBytes = (long) genes * valueBytes;
         if (rows != null) {
             // one copy per row, no slice or view per row
             MemorySegment.copy(rows[shard], row * rowBytes, into, offset, rowBytes);
@@ -534,10 +585,20 @@ public final class ShardStore implements SampleSource {
         long end = shardPointers.get(LONG_LE, (row + 1) * Long.BYTES);
         // the row's runs as slices indexed by an int: the JIT hoists the bounds checks out of such loops
         int n = Math.toIntExact(end - start);
-        MemorySegment rowValues = values[shard].asSlice(start * Float.BYTES, (long) n * Float.BYTES);
+        MemorySegment rowValues = values[shard].asSlice(start * valueBytes, (long) n * valueBytes);
         MemorySegment rowIndices = indices[shard].asSlice(start * Integer.BYTES, (long) n * Integer.BYTES);
         MemorySegment out = into.asSlice(offset, rowBytes);
         out.fill((byte) 0);
+        if (valueBytes == Double.BYTES) {
+            for (int k = 0; k < n; k++) {
+                int gene = rowIndices.getAtIndex(INT_LE, k);
+                if (Integer.compareUnsigned(gene, genes) >= 0) {
+                    throw badIndex(shard, start + k, gene);
+                }
+                out.setAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, gene, rowValues.getAtIndex(DOUBLE_LE, k));
+            }
+            return;
+        }
         for (int k = 0; k < n; k++) {
             int gene = rowIndices.getAtIndex(INT_LE, k);
             // unsigned: a negative index is out of range too; a bad index must not land in the next cell's row
@@ -574,12 +635,14 @@ public final class ShardStore implements SampleSource {
     @Override
     public String fingerprint() {
         return folder.getFileName() + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
-                + java.util.Arrays.hashCode(sizes) + ", " + storedValues + " values in " + storedBytes + " bytes";
+                + java.util.Arrays.hashCode(sizes) + ", " + storedValues + (dtype == DType.FLOAT64 ? " float64" : "")
+                + " values in " + storedBytes + " bytes";
     }
 
     @Override
     public String describe() {
-        return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards in " : " shards in ") + folder.getFileName();
+        return sizes.length + (layout == ShardLayout.SPARSE ? " sparse (CSR) shards" : " shards")
+                + (dtype == DType.FLOAT64 ? " of float64" : "") + " in " + folder.getFileName();
     }
 
     @Override

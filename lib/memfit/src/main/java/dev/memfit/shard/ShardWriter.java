@@ -42,9 +42,13 @@ import java.util.zip.CRC32C;
 /**
  * Converts an {@code .h5ad} into a folder of shards, out of core: per shard, the cells x vocabulary genes as CSR
  * ({@code shard_NNNNNN.data.npy}, {@code .indices.npy}, {@code .indptr.npy}: see {@link ShardLayout#SPARSE}, the
- * default for a sparse X) or dense ({@code shard_NNNNNN.npy}, float32), plus {@code shard_NNNNNN.parquet} (the
+ * default for a sparse X) or dense ({@code shard_NNNNNN.npy}), plus {@code shard_NNNNNN.parquet} (the
  * cells' {@code obs} columns, each with its type: see {@link CellTable}); and {@code shard_metadata.json} (layout, vocabulary, cells, and every file of every
- * shard with its size and CRC32C, and whether the set is complete).
+ * shard with its size and CRC32C, the type of the values, and whether the set is complete).
+ *
+ * <p>The values keep the source's type: float64 for a float64 X (each value exactly as stored), float32 for float32,
+ * float16 and integer X; {@link Builder#optDType}{@code (DType.FLOAT32)} casts a float64 X to float32, and the
+ * metadata records it ({@code "dtype": "float32", "cast_from": "float64"}).
  *
  * <p>Memory is bounded by one chunk of rows, not by the file. Each shard is written under a temporary name and
  * renamed; the metadata is rewritten after each shard, so an interrupted run never leaves a shard that reads as valid
@@ -86,9 +90,12 @@ public final class ShardWriter {
      * @param startedOver why the shards of an earlier run in the folder were not kept, such as
      *                {@code "s3://b/atlas.h5ad changed: etag \"a1\", was \"9f\""}; null when there were none, or they
      *                were kept
+     * @param dtype the type of the shards' values
+     * @param castFrom the inputs' type when the values were cast to a narrower {@code dtype} ({@code FLOAT64}), else
+     *                 null
      */
     public record Result(int shards, int written, long cells, int genes, ShardLayout layout, List<String> repaired,
-                         List<String> removed, List<String> foreign, String startedOver) {
+                         List<String> removed, List<String> foreign, String startedOver, DType dtype, DType castFrom) {
     }
 
     /**
@@ -113,6 +120,7 @@ public final class ShardWriter {
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
+        private DType dtype;
         private String layer = "X";
         private final Map<Path, String[]> sources = new java.util.HashMap<>();
         private ProgressListener progress = ProgressListener.console();
@@ -180,6 +188,19 @@ public final class ShardWriter {
         }
 
         /**
+         * Sets the type of the shards' values (default: the source's, float64 for a float64 X, float32 otherwise), as
+         * {@link ShardPlan.Builder#optDType}: {@code FLOAT32} casts a float64 X to float32 ({@code --dtype float32} on
+         * the command line), recorded in the metadata and in {@link Result#castFrom()}.
+         *
+         * @param type {@code FLOAT32} or {@code FLOAT64}, or null for the source's
+         * @return this builder
+         */
+        public Builder optDType(DType type) {
+            this.dtype = type;
+            return this;
+        }
+
+        /**
          * Records an input under the object it is a staged copy of ({@link ShardPlan.Builder#optSource}): a later
          * run over the same object resumes, a changed object is named and converted again.
          *
@@ -243,7 +264,7 @@ public final class ShardWriter {
                         + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
             }
             ShardPlan.Builder planned = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize)
-                    .optVocabulary(vocabulary).optLayout(layout).optLayer(layer).optProgress(progress);
+                    .optVocabulary(vocabulary).optLayout(layout).optDType(dtype).optLayer(layer).optProgress(progress);
             sources.forEach((input, named) -> planned.optSource(input, named[0], named[1]));
             return ShardWriter.write(inputs, outputDir, planned, progress);
         }
@@ -330,7 +351,7 @@ public final class ShardWriter {
                 }
                 List<String> foreign = ShardStore.unexpectedFiles(outputDir, metadata);
                 return new Result(shards, written, cells, plan.vocabulary().genes().size(), layout, List.copyOf(repaired),
-                        List.copyOf(removed), foreign, startedOver[0]);
+                        List.copyOf(removed), foreign, startedOver[0], plan.dtype(), plan.castFrom());
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write shards to " + outputDir, e);
@@ -436,17 +457,21 @@ public final class ShardWriter {
         final MemorySegment values;
         final MemorySegment columns;
         final long[] rowStarts;
+        /** The type of the values read and written. */
+        final DType type;
         long[] row;
-        float[] rowValues;
+        double[] rowValues;
 
-        Buffers(Arena arena, H5ad h5ad, long vocabularySize, ShardLayout layout) {
+        Buffers(Arena arena, H5ad h5ad, long vocabularySize, ShardLayout layout, DType type) {
+            this.type = type;
+            int valueBytes = type.byteSize();
             this.inputGenes = h5ad.variables();
             this.vocabularySize = vocabularySize;
-            this.denseRows = (int) Math.max(1, CHUNK_BYTES / (Math.max(1, Math.max(inputGenes, vocabularySize)) * Float.BYTES));
+            this.denseRows = (int) Math.max(1, CHUNK_BYTES / (Math.max(1, Math.max(inputGenes, vocabularySize)) * valueBytes));
             if (h5ad.sparse() && layout == ShardLayout.SPARSE) {
                 // stored values of a chunk of CSR rows: a whole row always fits
-                this.sparseValues = Math.max(CHUNK_BYTES / (2 * Float.BYTES), inputGenes);
-                this.values = arena.allocate(sparseValues * Float.BYTES);
+                this.sparseValues = Math.max(CHUNK_BYTES / (valueBytes + Integer.BYTES), inputGenes);
+                this.values = arena.allocate(sparseValues * valueBytes, 8);
                 this.columns = arena.allocate(sparseValues * Integer.BYTES);
                 this.rowStarts = new long[(int) Math.min(sparseValues, 1 << 16) + 1];
                 this.rows = null;
@@ -456,12 +481,12 @@ public final class ShardWriter {
                 this.values = null;
                 this.columns = null;
                 this.rowStarts = null;
-                this.rows = arena.allocate((long) denseRows * inputGenes * Float.BYTES);
-                this.projected = arena.allocate((long) denseRows * vocabularySize * Float.BYTES);
+                this.rows = arena.allocate((long) denseRows * inputGenes * valueBytes, 8);
+                this.projected = arena.allocate((long) denseRows * vocabularySize * valueBytes, 8);
             }
             // one row's (gene, place) pairs and values, for sorting a row whose genes the vocabulary reorders
             this.row = new long[Math.toIntExact(Math.max(inputGenes, vocabularySize))];
-            this.rowValues = new float[row.length];
+            this.rowValues = new double[row.length];
         }
     }
 
@@ -471,18 +496,20 @@ public final class ShardWriter {
         MemorySegment rows = buffers.rows;
         MemorySegment projected = buffers.projected;
         int chunk = buffers.denseRows;
-        try (NpyWriter writer = Npy.create(npy, NpyHeader.of(DType.FLOAT32, count, vocabularySize))) {
+        DType type = buffers.type;
+        try (NpyWriter writer = Npy.create(npy, NpyHeader.of(type, count, vocabularySize))) {
             for (long row = 0; row < count; row += chunk) {
                 int n = (int) Math.min(chunk, count - row);
-                h5ad.readRows(first + row, n, rows);
-                genes.project(rows, n, positions, projected);
-                writer.writeRows(row, projected.asSlice(0, n * vocabularySize * Float.BYTES));
+                h5ad.readRows(first + row, n, rows, type);
+                genes.project(rows, n, positions, projected, type);
+                writer.writeRows(row, projected.asSlice(0, n * vocabularySize * type.byteSize()));
                 progress.step(n);
             }
             return writer.commit();
         }
     }
     private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfDouble DOUBLE_LE = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt INT_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -495,7 +522,9 @@ public final class ShardWriter {
     private static long writeSparse(Path input, Path outputDir, String name, H5ad h5ad, GeneVocabulary genes,
                                     int[] positions, long first, long count, Buffers buffers, ProgressListener.Task progress) {
         long capacity = h5ad.sparse() ? h5ad.storedValues(first, count) : Math.multiplyExact(count, buffers.vocabularySize);
-        try (NpyWriter data = Npy.create(outputDir.resolve(name + ".data.npy"), NpyHeader.of(DType.FLOAT32, capacity));
+        DType type = buffers.type;
+        boolean wide = type == DType.FLOAT64;
+        try (NpyWriter data = Npy.create(outputDir.resolve(name + ".data.npy"), NpyHeader.of(type, capacity));
              NpyWriter indices = Npy.create(outputDir.resolve(name + ".indices.npy"), NpyHeader.of(DType.INT32, capacity));
              NpyWriter indptr = Npy.create(outputDir.resolve(name + ".indptr.npy"), NpyHeader.of(DType.INT64, count + 1))) {
             MemorySegment values = data.data();
@@ -518,7 +547,7 @@ public final class ShardWriter {
                                 + " stored values in a row of X", h5ad.storedValues(first + done, 1) + " in row "
                                 + (first + done) + " of " + h5ad.variables() + " genes (a gene stored many times over)");
                     }
-                    h5ad.readCsr(first + done, n, inValues, inColumns, rowStarts);
+                    h5ad.readCsr(first + done, n, inValues, inColumns, rowStarts, type);
                     for (int r = 0; r < n; r++) {
                         long rowStart = nnz;
                         int last = -1;
@@ -526,7 +555,11 @@ public final class ShardWriter {
                         for (long k = rowStarts[r]; k < rowStarts[r + 1]; k++) {
                             int position = positions[inColumns.getAtIndex(ValueLayout.JAVA_INT, k)];
                             if (position >= 0) {
-                                values.set(FLOAT_LE, nnz * Float.BYTES, inValues.getAtIndex(ValueLayout.JAVA_FLOAT, k));
+                                if (wide) {
+                                    values.set(DOUBLE_LE, nnz * Double.BYTES, inValues.getAtIndex(ValueLayout.JAVA_DOUBLE, k));
+                                } else {
+                                    values.set(FLOAT_LE, nnz * Float.BYTES, inValues.getAtIndex(ValueLayout.JAVA_FLOAT, k));
+                                }
                                 columns.set(INT_LE, nnz * Integer.BYTES, position);
                                 sorted &= position > last;
                                 last = position;
@@ -547,16 +580,25 @@ public final class ShardWriter {
                 long size = buffers.vocabularySize;
                 for (long done = 0; done < count; done += buffers.denseRows) {
                     int n = (int) Math.min(buffers.denseRows, count - done);
-                    h5ad.readRows(first + done, n, buffers.rows);
-                    genes.project(buffers.rows, n, positions, buffers.projected);
+                    h5ad.readRows(first + done, n, buffers.rows, type);
+                    genes.project(buffers.rows, n, positions, buffers.projected, type);
                     for (int r = 0; r < n; r++) {
                         for (int g = 0; g < size; g++) {
-                            float value = buffers.projected.getAtIndex(ValueLayout.JAVA_FLOAT, r * size + g);
-                            if (value != 0) {
+                            if (wide) {
+                                double value = buffers.projected.getAtIndex(ValueLayout.JAVA_DOUBLE, r * size + g);
+                                if (value == 0) {
+                                    continue;
+                                }
+                                values.set(DOUBLE_LE, nnz * Double.BYTES, value);
+                            } else {
+                                float value = buffers.projected.getAtIndex(ValueLayout.JAVA_FLOAT, r * size + g);
+                                if (value == 0) {
+                                    continue;
+                                }
                                 values.set(FLOAT_LE, nnz * Float.BYTES, value);
-                                columns.set(INT_LE, nnz * Integer.BYTES, g);
-                                nnz++;
                             }
+                            columns.set(INT_LE, nnz * Integer.BYTES, g);
+                            nnz++;
                         }
                         pointers.set(LONG_LE, (done + r + 1) * Long.BYTES, nnz);
                     }
@@ -575,8 +617,9 @@ public final class ShardWriter {
     /**
      * Sorts the values {@code [from, to)} of one row by gene (a vocabulary that reorders genes, or a file with
      * unsorted indices) and sums the values of a gene stored more than once (as scipy's {@code sum_duplicates}), in
-     * the file's order, so that a cell reads back as scipy's {@code toarray()} of its row to the last bit. Each
-     * (gene, place in the row) is packed in one long, gene in the high half, so the sort is stable.
+     * the file's order and in the shards' type (float32 values added in float32, as scipy adds a float32 matrix's), so
+     * that a cell reads back as scipy's {@code toarray()} of its row to the last bit. Each (gene, place in the row) is
+     * packed in one long, gene in the high half, so the sort is stable.
      *
      * @return the end of the row: {@code to} less the duplicates merged
      */
@@ -585,26 +628,35 @@ public final class ShardWriter {
         if (buffers.row.length < n) {
             // only a row storing some gene more than once is longer than the vocabulary and the input
             buffers.row = new long[n];
-            buffers.rowValues = new float[n];
+            buffers.rowValues = new double[n];
         }
+        boolean wide = buffers.type == DType.FLOAT64;
         long[] pairs = buffers.row;
-        float[] stored = buffers.rowValues;
+        double[] stored = buffers.rowValues;
         for (int i = 0; i < n; i++) {
             long at = from + i;
             pairs[i] = ((long) columns.get(INT_LE, at * Integer.BYTES) << 32) | i;
-            stored[i] = values.get(FLOAT_LE, at * Float.BYTES);
+            stored[i] = wide ? values.get(DOUBLE_LE, at * Double.BYTES) : values.get(FLOAT_LE, at * Float.BYTES);
         }
         Arrays.sort(pairs, 0, n);
         long end = from;
         int last = -1;
         for (int i = 0; i < n; i++) {
             int gene = (int) (pairs[i] >>> 32);
-            float value = stored[(int) pairs[i]];
+            double value = stored[(int) pairs[i]];
             if (gene == last) {
-                values.set(FLOAT_LE, (end - 1) * Float.BYTES, values.get(FLOAT_LE, (end - 1) * Float.BYTES) + value);
+                if (wide) {
+                    values.set(DOUBLE_LE, (end - 1) * Double.BYTES, values.get(DOUBLE_LE, (end - 1) * Double.BYTES) + value);
+                } else {
+                    values.set(FLOAT_LE, (end - 1) * Float.BYTES, values.get(FLOAT_LE, (end - 1) * Float.BYTES) + (float) value);
+                }
             } else {
                 columns.set(INT_LE, end * Integer.BYTES, gene);
-                values.set(FLOAT_LE, end * Float.BYTES, value);
+                if (wide) {
+                    values.set(DOUBLE_LE, end * Double.BYTES, value);
+                } else {
+                    values.set(FLOAT_LE, end * Float.BYTES, (float) value);
+                }
                 end++;
                 last = gene;
             }
@@ -655,6 +707,11 @@ public final class ShardWriter {
                 List<String> differences = new ArrayList<>();
                 for (Map.Entry<String, JsonNode> field : fresh.properties()) {
                     String key = field.getKey();
+                    // a folder written before the cast was recorded holds the same float32 values (float64 was
+                    // always cast then): it resumes
+                    if (key.equals(ShardPlan.CAST_FROM) && existing.get(key) == null) {
+                        continue;
+                    }
                     // compared as JSON text: a number read back is an int where the plan's is a long
                     if (!key.equals("complete") && !key.equals("shards")
                             && !field.getValue().toString().equals(String.valueOf(existing.get(key)))) {

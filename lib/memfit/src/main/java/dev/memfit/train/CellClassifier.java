@@ -70,12 +70,14 @@ public final class CellClassifier implements Trainer {
      *
      * @param loader batches of cells (float32 expression)
      * @return what each epoch did (loss: the mean cross-entropy)
-     * @throws IllegalArgumentException when the labels do not cover the loader's source, or the cells differ in
-     *         genes from those of an earlier fit
+     * @throws IllegalArgumentException when the labels do not cover the loader's source, the cells differ in
+     *         genes from those of an earlier fit, or the batches are float64 or float16 (a float64 shard folder:
+     *         build the loader with {@code optConvertTo(DType.FLOAT32)})
      */
     @Override
     public FitResult fit(Loader loader) {
         checkOpen();
+        Fit.requireFloat32(loader, "the cell classifier", true);
         if (labels.length < loader.samples()) {
             throw new IllegalArgumentException("setLabels gave " + labels.length + " labels; the loader's source has "
                     + loader.samples() + " samples, and every one needs a label");
@@ -164,6 +166,7 @@ public final class CellClassifier implements Trainer {
         if (manager == null) {
             throw new IllegalStateException("fit the classifier before predicting");
         }
+        Fit.requireFloat32(loader, "the cell classifier", true);
         int[] predictions = new int[Math.toIntExact(loader.samples())];
         Arrays.fill(predictions, -1);
         long size = loader.sampleShape().size();

@@ -119,6 +119,27 @@ final class Fit {
     }
 
     /** The first GPU DJL sees, else the CPU. */
+    /**
+     * Refuses a loader whose batches would not meet the model's float32 parameters: float64 batches (a float64 shard
+     * folder or {@code .npy}) and float16 ones, which PyTorch will not multiply with float32 weights, and, unless
+     * {@code integers}, integer batches (a model whose first operation on a batch, such as {@code log(1 + x)},
+     * promotes integers to float32 accepts them).
+     *
+     * @param loader the training data
+     * @param model the model, for the message ("the cell classifier")
+     * @param integers whether integer batches are accepted
+     * @throws IllegalArgumentException naming {@code optConvertTo(DType.FLOAT32)}
+     */
+    static void requireFloat32(Loader loader, String model, boolean integers) {
+        dev.memfit.DType type = loader.outputType();
+        boolean floating = type == dev.memfit.DType.FLOAT16 || type == dev.memfit.DType.FLOAT64;
+        if (type != dev.memfit.DType.FLOAT32 && (floating || !integers)) {
+            throw new IllegalArgumentException(model + " trains on float32 batches, and " + loader.describe() + " gives "
+                    + type.name().toLowerCase(Locale.ROOT) + " ones; build the loader with "
+                    + ".optConvertTo(DType.FLOAT32) (batches are " + type + ")");
+        }
+    }
+
     static Device defaultDevice() {
         return engine().defaultDevice();
     }

@@ -78,11 +78,13 @@ public final class ImageVae implements Trainer {
      *
      * @param loader batches of images
      * @return what each epoch did (loss: the mean loss per image)
-     * @throws IllegalArgumentException when the images differ in size from those of an earlier fit
+     * @throws IllegalArgumentException when the images differ in size from those of an earlier fit, or the batches
+     *         are not float32 (build the loader with {@code optConvertTo(DType.FLOAT32)})
      */
     @Override
     public FitResult fit(Loader loader) {
         checkOpen();
+        Fit.requireFloat32(loader, "the image VAE", false);
         long size = loader.sampleShape().size();
         if (manager == null) {
             pixels = size;
@@ -193,6 +195,7 @@ public final class ImageVae implements Trainer {
         if (manager == null) {
             throw new IllegalStateException("fit the model before embedding");
         }
+        Fit.requireFloat32(loader, "the image VAE", false);
         List<float[]> rows = new ArrayList<>();
         for (Batch batch : loader.epoch(0)) {
             try (NDManager step = manager.newSubManager()) {

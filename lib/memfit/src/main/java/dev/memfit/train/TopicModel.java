@@ -90,15 +90,13 @@ public final class TopicModel implements Trainer {
      *
      * @param loader batches of documents (rows of term counts, float32)
      * @return what each epoch did
-     * @throws IllegalArgumentException when the batches are not float32
+     * @throws IllegalArgumentException when the batches are not float32 (build the loader with
+     *         {@code optConvertTo(DType.FLOAT32)})
      */
     @Override
     public FitResult fit(Loader loader) {
         checkOpen();
-        if (loader.outputType() != DType.FLOAT32) {
-            throw new IllegalArgumentException("the topic model trains on float32 counts; build the loader with "
-                    + ".optConvertTo(DType.FLOAT32) (batches are " + loader.outputType() + ")");
-        }
+        Fit.requireFloat32(loader, "the topic model", false);
         long documents = loader.samples();
         long terms = loader.sampleShape().size();
         release();

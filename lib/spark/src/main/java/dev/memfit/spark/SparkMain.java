@@ -1,5 +1,6 @@
 package dev.memfit.spark;
 
+import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.shard.GeneVocabulary;
@@ -86,6 +87,10 @@ public final class SparkMain {
         @Option(names = "--layout", description = "dense or sparse; default: sparse for a sparse X")
         private String layout;
 
+        @Option(names = "--dtype", paramLabel = "TYPE", description = "the shards' values: default the source's "
+                + "(float64 for a float64 X); float32 casts a float64 X, as the output and the metadata say")
+        private String dtype;
+
         @Option(names = "--master", description = "Spark master (default: spark-submit's --master, else local[*]; a local one binds to 127.0.0.1)")
         private String master;
 
@@ -99,19 +104,40 @@ public final class SparkMain {
         public Integer call() {
             SparkShards.Builder builder = SparkShards.builder().setInputs(inputs).optShardSize(shardSize).optMaster(master)
                     .optVocabulary(vocabulary == null ? null : GeneVocabulary.read(vocabulary))
-                    .optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer);
+                    .optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer).optDType(dtype(dtype));
             if (tasks != null) {
                 builder.optTasks(tasks);
             }
             settings(conf).forEach(builder::addConfig);
             SparkShards.Result result = builder.write(output);
             try (ShardStore store = ShardStore.open(output)) {
-                System.out.printf("%d %s shards of %,d cells x %,d genes in %s, %.1f MB (Spark job %.1f s, %d tasks)%n",
+                System.out.printf("%d %s shards of %,d cells x %,d genes in %s, %.1f MB%s (Spark job %.1f s, %d tasks)%n",
                         result.shards(), result.layout().key(), result.cells(), result.genes(), output,
-                        store.storedBytes() / 1e6, result.jobSeconds(), result.tasks());
+                        store.storedBytes() / 1e6, result.dtype() == DType.FLOAT64 ? ", float64 values" : "",
+                        result.jobSeconds(), result.tasks());
+            }
+            if (result.castFrom() != null) {
+                System.out.println("values cast from " + name(result.castFrom()) + " to " + name(result.dtype())
+                        + " (--dtype " + name(result.dtype()) + "); recorded in shard_metadata.json");
             }
             return 0;
         }
+    }
+
+    /** The type {@code --dtype} names (float32, float64), or null for the source's. */
+    static DType dtype(String name) {
+        if (name == null) {
+            return null;
+        }
+        return switch (name.toLowerCase(java.util.Locale.ROOT)) {
+            case "float32", "f4" -> DType.FLOAT32;
+            case "float64", "f8" -> DType.FLOAT64;
+            default -> throw new MemfitException("--dtype: expected float32 or float64, found '" + name + "'");
+        };
+    }
+
+    private static String name(DType type) {
+        return type.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     /**

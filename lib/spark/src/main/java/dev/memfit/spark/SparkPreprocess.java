@@ -282,12 +282,12 @@ public final class SparkPreprocess {
                     } finally {
                         context.clearJobGroup();
                     }
-                    float[] totals = new float[Math.toIntExact(h5ad.observations())];
+                    double[] totals = new double[Math.toIntExact(h5ad.observations())];
                     for (String part : parts) {
                         try (ObjectInputStream in = new ObjectInputStream(new BufferedInputStream(Files.newInputStream(Path.of(part)), 1 << 20))) {
                             for (Object next = in.readObject(); next != null; next = in.readObject()) {
                                 Preprocess.Slice slice = (Preprocess.Slice) next;
-                                writer.appendSparse(slice.count(), slice.rowStarts(), slice.columns(), slice.values());
+                                slice.appendTo(writer);
                                 System.arraycopy(slice.totals(), 0, totals, Math.toIntExact(slice.first()), slice.count());
                                 progress.step(slice.count());
                             }
@@ -299,7 +299,7 @@ public final class SparkPreprocess {
                     pass.finishOutput(writer, statistics, totals);
                     writer.commit();
                 }
-                return new Preprocess.Result(output, h5ad.observations(), keep.length, statistics);
+                return new Preprocess.Result(output, h5ad.observations(), keep.length, statistics, pass.valueType());
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot preprocess into " + output, e);

@@ -1,5 +1,6 @@
 package dev.memfit.spark;
 
+import dev.memfit.DType;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
@@ -67,8 +68,11 @@ public final class SparkShards {
      * @param layout how the shards store their cells
      * @param tasks Spark tasks run (each writes consecutive shards of one input)
      * @param jobSeconds seconds from the job's submission to the metadata written (the session's start excluded)
+     * @param dtype the type of the shards' values
+     * @param castFrom the inputs' type when the values were cast to a narrower {@code dtype}, else null
      */
-    public record Result(int shards, long cells, int genes, ShardLayout layout, int tasks, double jobSeconds) {
+    public record Result(int shards, long cells, int genes, ShardLayout layout, int tasks, double jobSeconds,
+                         DType dtype, DType castFrom) {
     }
 
     /**
@@ -89,6 +93,7 @@ public final class SparkShards {
         private long shardSize = 100_000;
         private GeneVocabulary vocabulary;
         private ShardLayout layout;
+        private DType dtype;
         private String layer = "X";
         private Integer tasks;
         private final SparkSessions spark = new SparkSessions();
@@ -138,6 +143,17 @@ public final class SparkShards {
          */
         public Builder optLayout(ShardLayout shardLayout) {
             this.layout = shardLayout;
+            return this;
+        }
+
+        /**
+         * Sets the type of the shards' values (default: the source's), as {@link ShardWriter.Builder#optDType}.
+         *
+         * @param type {@code FLOAT32} (casts a float64 X) or {@code FLOAT64}, or null for the source's
+         * @return this builder
+         */
+        public Builder optDType(DType type) {
+            this.dtype = type;
             return this;
         }
 
@@ -231,7 +247,7 @@ public final class SparkShards {
             }
             // every input opened and checked before the folder is touched
             ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
-                    .optLayout(layout).optLayer(layer).optProgress(progress).plan();
+                    .optLayout(layout).optDType(dtype).optLayer(layer).optProgress(progress).plan();
             return SparkShards.write(this, plan, outputDir);
         }
     }
@@ -314,7 +330,8 @@ public final class SparkShards {
             }
             plan.writeMetadata(outputDir, written);
             double seconds = (System.nanoTime() - start) / 1e9;
-            return new Result(shards, plan.cells(), plan.vocabulary().genes().size(), plan.layout(), tasks, seconds);
+            return new Result(shards, plan.cells(), plan.vocabulary().genes().size(), plan.layout(), tasks, seconds,
+                    plan.dtype(), plan.castFrom());
         }
     }
 

@@ -126,6 +126,40 @@ class SparkPreprocessTest {
     }
 
     @Test
+    void aFloat64FileGivesTheSingleProcessFileByteForByte() {
+        // FPKM values spanning many magnitudes, computed and written in float64 by both
+        Path fpkm = dev.memfit.Float64Atlas.write(dir.resolve("fpkm.h5ad"), 3, "csr");
+        for (long blockRows : new long[]{32, 0}) {
+            Path single = dir.resolve("single-fpkm-" + blockRows + ".h5ad");
+            Path distributed = dir.resolve("spark-fpkm-" + blockRows + ".h5ad");
+            Preprocess.Builder one = Preprocess.builder().setInput(fpkm).optHighlyVariable(40)
+                    .optProgress(ProgressListener.silent());
+            SparkPreprocess.Builder many = SparkPreprocess.builder().setInput(fpkm).optHighlyVariable(40)
+                    .optSession(spark).optProgress(ProgressListener.silent());
+            if (blockRows > 0) {
+                one.optBlockRows(blockRows);
+                many.optBlockRows(blockRows);
+            }
+            Preprocess.Result expected = one.run(single);
+            Preprocess.Result result = many.run(distributed);
+            assertEquals(dev.memfit.DType.FLOAT64, expected.valueType());
+            assertEquals(dev.memfit.DType.FLOAT64, result.valueType());
+            assertArrayEquals(expected.statistics().normalizedDispersions(), result.statistics().normalizedDispersions());
+            assertArrayEquals(expected.statistics().selected(), result.statistics().selected());
+            assertEquals(-1L, mismatch(single, distributed), blockRows + ": the same file, byte for byte");
+            assertEquals("ok", PythonPeer.run("""
+                    import sys, numpy as np, anndata as ad
+                    a, b = ad.read_h5ad(sys.argv[1]), ad.read_h5ad(sys.argv[2])
+                    assert a.X.dtype == b.X.dtype == np.float64
+                    assert np.array_equal(a.X.toarray(), b.X.toarray())
+                    assert a.obs['n_counts_raw'].dtype == np.float64
+                    print('ok')
+                    """, single, distributed));
+        }
+        assertEquals(List.of(), leftovers(), "no staging folder or part file left");
+    }
+
+    @Test
     void theCommandLineWritesWhatPreprocessWrites() {
         Path single = dir.resolve("cli-single.h5ad");
         Path distributed = dir.resolve("cli-spark.h5ad");

@@ -184,6 +184,42 @@ class SparkShardsTest {
         assertFalse(Files.exists(out), () -> refused.getMessage() + " left " + files(out).keySet());
     }
 
+    @Test
+    void aFloat64FileGivesTheSingleProcessFolderByteForByte() {
+        // FPKM values spanning many magnitudes: float64 shards by default, float32 when asked, both as one process
+        Path fpkm = dev.memfit.Float64Atlas.write(dir.resolve("fpkm.h5ad"), 3, "csr");
+        for (dev.memfit.DType dtype : new dev.memfit.DType[]{null, dev.memfit.DType.FLOAT32}) {
+            for (ShardLayout layout : ShardLayout.values()) {
+                String name = layout.key() + "-" + (dtype == null ? "source" : "float32");
+                Path single = dir.resolve("single-fpkm-" + name);
+                Path distributed = dir.resolve("spark-fpkm-" + name);
+                ShardWriter.Result expected = ShardWriter.builder().setInput(fpkm).optShardSize(64).optLayout(layout)
+                        .optDType(dtype).optProgress(ProgressListener.silent()).write(single);
+                SparkShards.Result result = SparkShards.builder().setInputs(List.of(fpkm)).optShardSize(64)
+                        .optLayout(layout).optDType(dtype).optSession(spark).optProgress(ProgressListener.silent())
+                        .write(distributed);
+                assertEquals(expected.dtype(), result.dtype(), name);
+                assertEquals(expected.castFrom(), result.castFrom(), name);
+                assertEquals(dtype == null ? dev.memfit.DType.FLOAT64 : dev.memfit.DType.FLOAT32, result.dtype(), name);
+                assertSameFiles(single, distributed);
+                ShardStore.validate(distributed);
+            }
+        }
+        // the values are the source's, as numpy reads both
+        assertEquals("ok", PythonPeer.run("""
+                import sys, json, numpy as np, scipy.sparse as sp, anndata as ad
+                x = ad.read_h5ad(sys.argv[1]).X.toarray()
+                m = json.load(open(sys.argv[2] + '/shard_metadata.json'))
+                assert m['dtype'] == 'float64' and 'cast_from' not in m, m
+                y = np.vstack([sp.csr_matrix((np.load(sys.argv[2] + '/' + s['files'][0]['file']),
+                                              np.load(sys.argv[2] + '/' + s['files'][1]['file']),
+                                              np.load(sys.argv[2] + '/' + s['files'][2]['file'])),
+                                             shape=(s['cells'], x.shape[1])).toarray() for s in m['shards']])
+                assert y.dtype == np.float64 and np.array_equal(y, x)
+                print('ok')
+                """, fpkm, dir.resolve("spark-fpkm-sparse-source")));
+    }
+
     /** Every file of two folders (but the lock), same names, same bytes. */
     private static void assertSameFiles(Path expected, Path actual) {
         Map<String, byte[]> want = files(expected);

@@ -1,5 +1,6 @@
 package dev.memfit.io.hdf5;
 
+import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.NativeMemory;
@@ -29,9 +30,10 @@ import java.nio.file.StandardOpenOption;
  * <ol>
  * <li>the row indices are scanned once: checked against {@code n_obs} and counted per row, giving the CSR row
  *     pointers (8 bytes per cell, kept in memory: the reader needs them);</li>
- * <li>when the whole CSR (8 bytes per stored value: float32 value and int32 column) fits in the memory budget, one
- *     more scan scatters it in memory. Otherwise the rows are cut into bands of at most half the budget, and one scan
- *     appends each value, with its row and column, to its band's region of one scratch file (12 bytes a value;
+ * <li>when the whole CSR (8 bytes per stored value: float32 value and int32 column; 12 for a float64 X) fits in the
+ *     memory budget, one more scan scatters it in memory. Otherwise the rows are cut into bands of at most half the
+ *     budget, and one scan appends each value, with its row and column, to its band's region of one scratch file (12
+ *     bytes a value, 16 for float64;
  *     each band's region is known from the row counts, so no band needs its own file); the other half of the budget
  *     is the write buffers of the bands;</li>
  * <li>each band's region is read back sequentially and scattered into its rows, then the band is written.</li>
@@ -41,8 +43,9 @@ import java.nio.file.StandardOpenOption;
  * pointers, plus 8 bytes per gene for the column pointers; a single row larger than a band gets a band of its own.
  * Disk: 8 bytes per stored value for the result, plus 12 for the scratch file while it is being built.
  *
- * <p>The result is two raw files in native byte order, {@code values.f32} and {@code columns.i32}, written under
- * temporary names, renamed when complete, and mapped read-only.
+ * <p>The result is two raw files in native byte order, {@code values.f32} (or {@code values.f64}: a float64 X keeps
+ * its values exactly) and {@code columns.i32}, written under temporary names, renamed when complete, and mapped
+ * read-only.
  */
 final class CscTranspose {
 
@@ -52,11 +55,11 @@ final class CscTranspose {
     /** Stored values read at once from the CSC arrays. */
     private static final int BLOCK = 1 << 20;
 
-    /** Bytes of one value in the scratch file: row within its band (int32), column (int32), value (float32). */
-    private static final int ENTRY = 12;
+    /** Bytes of one value in the scratch file besides the value: row within its band (int32), column (int32). */
+    private static final int POSITION = 8;
 
-    /** The smallest write buffer of a band, whatever the budget. */
-    private static final int MIN_BUFFER = ENTRY * 256;
+    /** The smallest write buffer of a band, whatever the budget, in entries. */
+    private static final int MIN_BUFFER_ENTRIES = 256;
 
     /** The CSC arrays of X, read by ranges of stored values. */
     interface Source {
@@ -70,13 +73,13 @@ final class CscTranspose {
         void rows(long start, int n, long[] into);
 
         /**
-         * Stored values {@code [start, start + n)} as float32 (what {@link H5ad#readRows} gives).
+         * Stored values {@code [start, start + n)} as float64, exactly as stored.
          *
          * @param start the first stored value
          * @param n how many
          * @param into receives them
          */
-        void values(long start, int n, float[] into);
+        void values(long start, int n, double[] into);
 
         /**
          * The byte position in the file of a row index, for messages.
@@ -91,11 +94,12 @@ final class CscTranspose {
      * A transposed X: CSR row pointers in memory, values and column indices mapped from the scratch folder.
      *
      * @param rowPointers {@code n_obs + 1} row pointers
-     * @param values float32 values in native byte order
+     * @param values float32 or float64 values in native byte order
      * @param columns int32 column indices in native byte order, non-decreasing within each row (a row stored twice
      *                in a column of the CSC gives two neighbouring entries of that column, which readers sum)
+     * @param valueType {@code FLOAT32} or {@code FLOAT64}: the type of {@code values}
      */
-    record Rows(long[] rowPointers, MemorySegment values, MemorySegment columns) {
+    record Rows(long[] rowPointers, MemorySegment values, MemorySegment columns, DType valueType) {
     }
 
     private final Path file;
@@ -103,6 +107,10 @@ final class CscTranspose {
     private final long[] columnPointers;
     private final long observations;
     private final long budget;
+    /** The type of the transposed values, and its size; the size of one scratch entry. */
+    private final DType valueType;
+    private final int valueBytes;
+    private final int entry;
 
     /**
      * A transpose of a checked CSC X.
@@ -112,10 +120,17 @@ final class CscTranspose {
      * @param columnPointers {@code X/indptr}: {@code n_vars + 1} monotone pointers from 0 to the number of values
      * @param observations n_obs
      * @param budget the memory budget in bytes
+     * @param valueType {@code FLOAT32}, or {@code FLOAT64} to keep a float64 X's values exactly
      */
-    CscTranspose(Path file, Source source, long[] columnPointers, long observations, long budget) {
-        if (budget < 16 * (long) ENTRY) {
-            throw new MemfitException("a transpose budget of " + budget + " bytes is too small; give at least " + 16 * ENTRY);
+    CscTranspose(Path file, Source source, long[] columnPointers, long observations, long budget, DType valueType) {
+        if (valueType != DType.FLOAT32 && valueType != DType.FLOAT64) {
+            throw new IllegalArgumentException("a transpose holds FLOAT32 or FLOAT64 values, not " + valueType);
+        }
+        this.valueType = valueType;
+        this.valueBytes = valueType.byteSize();
+        this.entry = POSITION + valueBytes;
+        if (budget < 16 * (long) entry) {
+            throw new MemfitException("a transpose budget of " + budget + " bytes is too small; give at least " + 16 * entry);
         }
         this.file = file;
         this.source = source;
@@ -158,12 +173,13 @@ final class CscTranspose {
         try {
             Files.createDirectories(folder);
             long[] rowPointers = new long[Math.toIntExact(observations + 1)];
-            boolean banded = nnz * 8 > budget;
+            boolean banded = nnz * (Integer.BYTES + valueBytes) > budget;
             try (ProgressListener.Task progress = listener.start("Transposing X (CSC to CSR)", nnz * (banded ? 3 : 2), "values")) {
                 count(rowPointers, progress);
-                Path values = folder.resolve("values.f32");
+                String valuesName = valueType == DType.FLOAT64 ? "values.f64" : "values.f32";
+                Path values = folder.resolve(valuesName);
                 Path columns = folder.resolve("columns.i32");
-                Path valuesPartial = folder.resolve(".values.f32.partial");
+                Path valuesPartial = folder.resolve("." + valuesName + ".partial");
                 Path columnsPartial = folder.resolve(".columns.i32.partial");
                 try (FileChannel valuesOut = create(valuesPartial); FileChannel columnsOut = create(columnsPartial)) {
                     if (banded) {
@@ -174,7 +190,7 @@ final class CscTranspose {
                 }
                 AtomicMove.replace(valuesPartial, values);
                 AtomicMove.replace(columnsPartial, columns);
-                return new Rows(rowPointers, map(values, arena), map(columns, arena));
+                return new Rows(rowPointers, map(values, arena), map(columns, arena), valueType);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the CSR transpose of " + file + " X to " + folder
@@ -213,26 +229,36 @@ final class CscTranspose {
     private void inMemory(long[] rowPointers, FileChannel valuesOut, FileChannel columnsOut, ProgressListener.Task progress)
             throws IOException {
         long nnz = rowPointers[rowPointers.length - 1];
-        try (Arena band = Arena.ofConfined(); NativeMemory.Reservation reserved = NativeMemory.ALLOCATED.reserve(nnz * 8)) {
-            MemorySegment values = band.allocate(Math.max(1, nnz * Float.BYTES), Float.BYTES);
+        try (Arena band = Arena.ofConfined();
+             NativeMemory.Reservation reserved = NativeMemory.ALLOCATED.reserve(nnz * (Integer.BYTES + valueBytes))) {
+            MemorySegment values = band.allocate(Math.max(1, nnz * valueBytes), valueBytes);
             MemorySegment columns = band.allocate(Math.max(1, nnz * Integer.BYTES), Integer.BYTES);
             scan((row, column, value) -> {
                 long at = rowPointers[row]++;
-                values.setAtIndex(ValueLayout.JAVA_FLOAT, at, value);
+                setValue(values, at, value);
                 columns.setAtIndex(ValueLayout.JAVA_INT, at, column);
             }, progress);
             // each pointer was moved on to the next row's start: shift them back
             System.arraycopy(rowPointers, 0, rowPointers, 1, rowPointers.length - 1);
             rowPointers[0] = 0;
-            write(valuesOut, values.asSlice(0, nnz * Float.BYTES));
+            write(valuesOut, values.asSlice(0, nnz * valueBytes));
             write(columnsOut, columns.asSlice(0, nnz * Integer.BYTES));
+        }
+    }
+
+    /** Stores a value in the transpose's type: float32 rounds it, float64 keeps it. */
+    private void setValue(MemorySegment values, long at, double value) {
+        if (valueBytes == Double.BYTES) {
+            values.setAtIndex(ValueLayout.JAVA_DOUBLE, at, value);
+        } else {
+            values.setAtIndex(ValueLayout.JAVA_FLOAT, at, (float) value);
         }
     }
 
     /** Receives stored values in column order. */
     @FunctionalInterface
     private interface Visitor {
-        void accept(int row, int column, float value) throws IOException;
+        void accept(int row, int column, double value) throws IOException;
     }
 
     /** One scan of the CSC arrays, in blocks, handing each value with its row and column to {@code visitor}. */
@@ -241,7 +267,7 @@ final class CscTranspose {
         long nnz = columnPointers[columnPointers.length - 1];
         int block = (int) Math.min(BLOCK, Math.max(1, nnz));
         long[] rows = new long[block];
-        float[] values = new float[block];
+        double[] values = new double[block];
         int column = 0;
         for (long start = 0; start < nnz; start += block) {
             int n = (int) Math.min(block, nnz - start);
@@ -263,7 +289,7 @@ final class CscTranspose {
      */
     private void banded(Path folder, long[] rowPointers, FileChannel valuesOut, FileChannel columnsOut,
                         ProgressListener.Task progress) throws IOException {
-        long capacity = budget / 2 / 8;
+        long capacity = budget / 2 / (Integer.BYTES + valueBytes);
         // band b holds rows [bandStarts[b], bandStarts[b + 1]): as many whole rows as fit, at least one
         int[] bandStarts = bands(rowPointers, capacity);
         int bands = bandStarts.length - 1;
@@ -271,7 +297,8 @@ final class CscTranspose {
         for (int b = 0; b < bands; b++) {
             largestBand = Math.max(largestBand, rowPointers[bandStarts[b + 1]] - rowPointers[bandStarts[b]]);
         }
-        int bufferBytes = (int) Math.max(MIN_BUFFER, Math.min(64L << 20, budget / 2 / bands / ENTRY * ENTRY));
+        int entry = this.entry;
+        int bufferBytes = (int) Math.max(MIN_BUFFER_ENTRIES * entry, Math.min(64L << 20, budget / 2 / bands / entry * entry));
         Path scratch = folder.resolve(".bands.partial");
         try (FileChannel bucket = FileChannel.open(scratch, StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.DELETE_ON_CLOSE)) {
@@ -285,18 +312,24 @@ final class CscTranspose {
                 scan((row, column, value) -> {
                     int b = band(bandStarts, row);
                     ByteBuffer buffer = pending[b];
-                    buffer.putInt(row - bandStarts[b]).putInt(column).putFloat(value);
+                    buffer.putInt(row - bandStarts[b]).putInt(column);
+                    if (valueBytes == Double.BYTES) {
+                        buffer.putDouble(value);
+                    } else {
+                        buffer.putFloat((float) value);
+                    }
                     if (!buffer.hasRemaining()) {
-                        written[b] += flush(bucket, buffer, rowPointers[bandStarts[b]] * ENTRY + written[b]);
+                        written[b] += flush(bucket, buffer, rowPointers[bandStarts[b]] * entry + written[b]);
                     }
                 }, progress);
                 for (int b = 0; b < bands; b++) {
-                    written[b] += flush(bucket, pending[b], rowPointers[bandStarts[b]] * ENTRY + written[b]);
+                    written[b] += flush(bucket, pending[b], rowPointers[bandStarts[b]] * entry + written[b]);
                 }
             }
             try (Arena band = Arena.ofConfined();
-                 NativeMemory.Reservation reserved = NativeMemory.ALLOCATED.reserve(largestBand * 8 + bufferBytes)) {
-                MemorySegment values = band.allocate(Math.max(1, largestBand * Float.BYTES), Float.BYTES);
+                 NativeMemory.Reservation reserved = NativeMemory.ALLOCATED.reserve(largestBand * (Integer.BYTES + valueBytes)
+                         + bufferBytes)) {
+                MemorySegment values = band.allocate(Math.max(1, largestBand * valueBytes), valueBytes);
                 MemorySegment columns = band.allocate(Math.max(1, largestBand * Integer.BYTES), Integer.BYTES);
                 ByteBuffer read = band.allocate(bufferBytes).asByteBuffer().order(ByteOrder.nativeOrder());
                 for (int b = 0; b < bands; b++) {
@@ -305,8 +338,8 @@ final class CscTranspose {
                     long base = rowPointers[first];
                     long entries = rowPointers[last] - base;
                     long saved = rowPointers[first];
-                    long position = base * ENTRY;
-                    long end = position + entries * ENTRY;
+                    long position = base * entry;
+                    long end = position + entries * entry;
                     while (position < end) {
                         read.clear().limit((int) Math.min(read.capacity(), end - position));
                         while (read.hasRemaining()) {
@@ -319,17 +352,17 @@ final class CscTranspose {
                         while (read.hasRemaining()) {
                             int row = first + read.getInt();
                             int column = read.getInt();
-                            float value = read.getFloat();
+                            double value = valueBytes == Double.BYTES ? read.getDouble() : read.getFloat();
                             long at = rowPointers[row]++ - base;
-                            values.setAtIndex(ValueLayout.JAVA_FLOAT, at, value);
+                            setValue(values, at, value);
                             columns.setAtIndex(ValueLayout.JAVA_INT, at, column);
                         }
-                        progress.step(read.limit() / ENTRY);
+                        progress.step(read.limit() / entry);
                     }
                     // the band's pointers were moved on to the next row's start: shift them back
                     System.arraycopy(rowPointers, first, rowPointers, first + 1, last - first - 1);
                     rowPointers[first] = saved;
-                    write(valuesOut, values.asSlice(0, entries * Float.BYTES));
+                    write(valuesOut, values.asSlice(0, entries * valueBytes));
                     write(columnsOut, columns.asSlice(0, entries * Integer.BYTES));
                 }
             }

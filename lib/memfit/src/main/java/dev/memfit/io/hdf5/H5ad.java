@@ -357,6 +357,18 @@ public final class H5ad implements AutoCloseable {
     }
 
     /**
+     * The float type that holds X's values as stored, which memfit computes in and writes: {@code FLOAT64} for a
+     * float64 X, {@code FLOAT32} for float32, float16 and integer counts (scanpy computes on integer counts in
+     * float32 too). Read rows in it with {@link #readRows(long, int, MemorySegment, DType)} and
+     * {@link #readCsr(long, int, MemorySegment, MemorySegment, long[], DType)}.
+     *
+     * @return {@code FLOAT32} or {@code FLOAT64}
+     */
+    public DType floatType() {
+        return storedType() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+    }
+
+    /**
      * The matrix read as X: {@code X}, {@code raw/X} or {@code layers/NAME}.
      *
      * @return its path in the file
@@ -568,8 +580,8 @@ public final class H5ad implements AutoCloseable {
             }
 
             @Override
-            public void values(long start, int n, float[] into) {
-                data.floats(start, n, into);
+            public void values(long start, int n, double[] into) {
+                data.doubles(start, n, into);
             }
 
             @Override
@@ -577,7 +589,7 @@ public final class H5ad implements AutoCloseable {
                 return indices.offsetOf(element);
             }
         };
-        return csc.shared().rows(new CscTranspose(file, source, csc.columnPointers(), observations, csc.budget()),
+        return csc.shared().rows(new CscTranspose(file, source, csc.columnPointers(), observations, csc.budget(), floatType()),
                 csc.scratch(), csc.listener());
     }
 
@@ -702,8 +714,7 @@ public final class H5ad implements AutoCloseable {
         long[] indptr = transposed == null ? this.indptr : transposed.rowPointers();
         long start = indptr[Math.toIntExact(first)];
         int n = Math.toIntExact(indptr[Math.toIntExact(first + count)] - start);
-        Window values = transposed != null ? new Window(transposed.values(), 0, ValueLayout.JAVA_FLOAT, null, null)
-                : data.window(start, n, DType.FLOAT32);
+        Window values = transposed != null ? transposedValues(transposed, start, n) : data.window(start, n, DType.FLOAT32);
         Window columns = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
                 : indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
         // locals, not record accessors, in the loop: this is the hot path of streaming and sharding
@@ -819,7 +830,7 @@ public final class H5ad implements AutoCloseable {
         if (n == 0) {
             return 0;
         }
-        Window stored = transposed != null ? new Window(transposed.values(), 0, ValueLayout.JAVA_FLOAT, null, null)
+        Window stored = transposed != null ? transposedValues(transposed, start, Math.toIntExact(n))
                 : data.window(start, Math.toIntExact(n), DType.FLOAT32);
         Window indexes = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
                 : indices.window(start, Math.toIntExact(n), indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
@@ -852,6 +863,155 @@ public final class H5ad implements AutoCloseable {
             }
         }
         return n;
+    }
+
+    /**
+     * Stored values {@code [start, start + n)} of a transposed CSC X as float32: in place when the transpose holds
+     * float32, else rounded from its float64 values into a heap copy.
+     */
+    private static Window transposedValues(CscTranspose.Rows transposed, long start, int n) {
+        if (transposed.valueType() == DType.FLOAT32) {
+            return new Window(transposed.values(), 0, ValueLayout.JAVA_FLOAT, null, null);
+        }
+        float[] copy = new float[n];
+        for (int i = 0; i < n; i++) {
+            copy[i] = (float) transposed.values().getAtIndex(ValueLayout.JAVA_DOUBLE, start + i);
+        }
+        return new Window(MemorySegment.ofArray(copy), start, ValueLayout.JAVA_FLOAT, null, null);
+    }
+
+    /**
+     * Reads rows of X as dense values of a float type in the platform's byte order: float32 as
+     * {@link #readRows(long, int, MemorySegment)}, or float64, each value exactly as stored for a float64 (or float32,
+     * or integer) X.
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param into at least {@code count * n_vars * type.byteSize()} bytes; overwritten
+     * @param type {@code FLOAT32} or {@code FLOAT64}, such as {@link #floatType()}
+     */
+    public void readRows(long first, int count, MemorySegment into, DType type) {
+        long rowBytes = variables * checkFloat(type).byteSize();
+        long[] offsets = new long[count];
+        for (int r = 0; r < count; r++) {
+            offsets[r] = r * rowBytes;
+        }
+        readRows(first, count, into, offsets, type);
+    }
+
+    /**
+     * Reads rows of X as dense values of a float type, each row to its own place, as
+     * {@link #readRows(long, int, MemorySegment, long[])} does for float32.
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param into the destination
+     * @param rowOffsets the byte offset in {@code into} of each row ({@code n_vars * type.byteSize()} bytes each)
+     * @param type {@code FLOAT32} or {@code FLOAT64}
+     */
+    public void readRows(long first, int count, MemorySegment into, long[] rowOffsets, DType type) {
+        if (checkFloat(type) == DType.FLOAT32) {
+            readRows(first, count, into, rowOffsets);
+            return;
+        }
+        if (first < 0 || count < 0 || first + count > observations) {
+            throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") outside [0, " + observations + ") of " + file);
+        }
+        if (!sparse()) {
+            dense.rows(first, count, into, rowOffsets, true);
+            return;
+        }
+        long rowBytes = variables * Double.BYTES;
+        CscTranspose.Rows transposed = rows();
+        long[] pointers = transposed == null ? this.indptr : transposed.rowPointers();
+        long start = pointers[Math.toIntExact(first)];
+        int n = Math.toIntExact(pointers[Math.toIntExact(first + count)] - start);
+        double[] values = new double[n];
+        long[] columns = new long[n];
+        storedRun(transposed, start, n, values, columns);
+        for (int r = 0; r < count; r++) {
+            long rowOffset = rowOffsets[r];
+            into.asSlice(rowOffset, rowBytes).fill((byte) 0);
+            for (long at = pointers[Math.toIntExact(first + r)]; at < pointers[Math.toIntExact(first + r + 1)]; at++) {
+                int i = (int) (at - start);
+                long column = columns[i];
+                if (column < 0 || column >= variables) {
+                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, "
+                            + variables + ") (n_vars)", "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
+                }
+                // added, not set: a column stored twice in a row counts twice, as scipy's toarray() sums duplicates
+                long target = rowOffset + column * Double.BYTES;
+                into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, target, into.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, target) + values[i]);
+            }
+        }
+    }
+
+    /**
+     * Reads a range of rows of a sparse X as stored, as {@link #readCsr(long, int, MemorySegment, MemorySegment, long[])}
+     * does, with the values in a float type: float32, or float64 (each value exactly as stored for a float64 X).
+     *
+     * @param first the first row
+     * @param count how many rows
+     * @param values at least {@code storedValues(first, count) * type.byteSize()} bytes; overwritten
+     * @param columns at least {@code storedValues(first, count) * 4} bytes; overwritten
+     * @param rowStarts at least {@code count + 1} entries, as {@link #readCsr(long, int, MemorySegment, MemorySegment, long[])}
+     * @param type {@code FLOAT32} or {@code FLOAT64}
+     * @return the number of values read
+     */
+    public long readCsr(long first, int count, MemorySegment values, MemorySegment columns, long[] rowStarts, DType type) {
+        if (checkFloat(type) == DType.FLOAT32) {
+            return readCsr(first, count, values, columns, rowStarts);
+        }
+        long n = storedValues(first, count);
+        if (variables > Integer.MAX_VALUE) {
+            throw new MemfitException(file + ": " + variables + " genes do not fit int32 column indices");
+        }
+        CscTranspose.Rows transposed = rows();
+        long[] pointers = transposed == null ? this.indptr : transposed.rowPointers();
+        long start = pointers[Math.toIntExact(first)];
+        for (int r = 0; r <= count; r++) {
+            rowStarts[r] = pointers[Math.toIntExact(first + r)] - start;
+        }
+        int block = 1 << 20;
+        double[] read = new double[(int) Math.min(block, Math.max(1, n))];
+        long[] genes = new long[read.length];
+        for (long done = 0; done < n; done += block) {
+            int m = (int) Math.min(block, n - done);
+            storedRun(transposed, start + done, m, read, genes);
+            for (int i = 0; i < m; i++) {
+                long column = genes[i];
+                if (column < 0 || column >= variables) {
+                    long at = start + done + i;
+                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, "
+                            + variables + ") (n_vars)", "index " + column + " at stored value " + at);
+                }
+                values.setAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, done + i, read[i]);
+                columns.setAtIndex(INT_NATIVE, done + i, (int) column);
+            }
+        }
+        return n;
+    }
+
+    /** Stored values {@code [start, start + n)} as float64 with their column indices, from the file or its transpose. */
+    private void storedRun(CscTranspose.Rows transposed, long start, int n, double[] values, long[] columns) {
+        if (transposed == null) {
+            data.doubles(start, n, values);
+            indices.longs(start, n, columns);
+            return;
+        }
+        boolean wide = transposed.valueType() == DType.FLOAT64;
+        for (int i = 0; i < n; i++) {
+            values[i] = wide ? transposed.values().getAtIndex(ValueLayout.JAVA_DOUBLE, start + i)
+                    : transposed.values().getAtIndex(ValueLayout.JAVA_FLOAT, start + i);
+            columns[i] = transposed.columns().getAtIndex(ValueLayout.JAVA_INT, start + i);
+        }
+    }
+
+    private static DType checkFloat(DType type) {
+        if (type != DType.FLOAT32 && type != DType.FLOAT64) {
+            throw new IllegalArgumentException("rows are read as FLOAT32 or FLOAT64, not " + type);
+        }
+        return type;
     }
 
     private void requireSparse() {

@@ -19,7 +19,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Writes an {@code .h5ad} in anndata 0.8's layout (CSR {@code X} with float32 values, int32 indices and int64
+ * Writes an {@code .h5ad} in anndata 0.8's layout (CSR {@code X} with float32 values, or float64 ones
+ * ({@link Layout#values}), int32 indices and int64
  * {@code indptr}; {@code obs} and {@code var} dataframes with numeric, boolean, string and categorical columns),
  * streaming the rows of {@code X} so the matrix never has to fit in memory.
  *
@@ -50,12 +51,14 @@ public final class H5adWriter implements AutoCloseable {
         private final int gzipLevel;
         private final boolean shuffle;
         private final long expectedValues;
+        private final DType valueType;
 
-        private Layout(boolean chunked, int gzipLevel, boolean shuffle, long expectedValues) {
+        private Layout(boolean chunked, int gzipLevel, boolean shuffle, long expectedValues, DType valueType) {
             this.chunked = chunked;
             this.gzipLevel = gzipLevel;
             this.shuffle = shuffle;
             this.expectedValues = expectedValues;
+            this.valueType = valueType;
         }
 
         /**
@@ -64,7 +67,7 @@ public final class H5adWriter implements AutoCloseable {
          * @return the layout
          */
         public static Layout contiguous() {
-            return new Layout(false, -1, false, -1);
+            return new Layout(false, -1, false, -1, DType.FLOAT32);
         }
 
         /**
@@ -74,7 +77,7 @@ public final class H5adWriter implements AutoCloseable {
          * @return the layout
          */
         public static Layout anndata() {
-            return new Layout(true, -1, false, -1);
+            return new Layout(true, -1, false, -1, DType.FLOAT32);
         }
 
         /**
@@ -99,7 +102,7 @@ public final class H5adWriter implements AutoCloseable {
             if (level < 0 || level > 9) {
                 throw new IllegalArgumentException("gzip level from 0 to 9, got " + level);
             }
-            return new Layout(true, level, shuffle, expectedValues);
+            return new Layout(true, level, shuffle, expectedValues, valueType);
         }
 
         /**
@@ -110,7 +113,7 @@ public final class H5adWriter implements AutoCloseable {
          */
         public Layout shuffle() {
             requireChunked("shuffle");
-            return new Layout(true, gzipLevel, true, expectedValues);
+            return new Layout(true, gzipLevel, true, expectedValues, valueType);
         }
 
         /**
@@ -126,7 +129,30 @@ public final class H5adWriter implements AutoCloseable {
             if (count < 0) {
                 throw new IllegalArgumentException("expected values must be at least 0, got " + count);
             }
-            return new Layout(true, gzipLevel, shuffle, count);
+            return new Layout(true, gzipLevel, shuffle, count, valueType);
+        }
+
+        /**
+         * Sets the type of X's values (default float32): {@code FLOAT64} keeps float64 values exactly (anndata reads
+         * X back as float64).
+         *
+         * @param type {@code FLOAT32} or {@code FLOAT64}
+         * @return a copy with the type
+         */
+        public Layout values(DType type) {
+            if (type != DType.FLOAT32 && type != DType.FLOAT64) {
+                throw new IllegalArgumentException("X's values are FLOAT32 or FLOAT64, not " + type);
+            }
+            return new Layout(chunked, gzipLevel, shuffle, expectedValues, type);
+        }
+
+        /**
+         * The type of X's values.
+         *
+         * @return {@code FLOAT32} or {@code FLOAT64}
+         */
+        public DType valueType() {
+            return valueType;
         }
 
         private void requireChunked(String setting) {
@@ -173,8 +199,9 @@ public final class H5adWriter implements AutoCloseable {
 
         @Override
         public String toString() {
-            return !chunked ? "contiguous" : "anndata (chunked" + (shuffle ? ", shuffle" : "")
-                    + (gzipLevel >= 0 ? ", gzip " + gzipLevel : "") + ")";
+            String values = valueType == DType.FLOAT64 ? ", float64 values" : "";
+            return !chunked ? "contiguous" + values : "anndata (chunked" + (shuffle ? ", shuffle" : "")
+                    + (gzipLevel >= 0 ? ", gzip " + gzipLevel : "") + values + ")";
         }
     }
 
@@ -213,13 +240,13 @@ public final class H5adWriter implements AutoCloseable {
             long expected = layout.expectedValues >= 0 ? layout.expectedValues : DEFAULT_EXPECTED_VALUES;
             this.spill = null;
             this.indices = null;
-            this.values = matrix.stream("data", DType.FLOAT32, layout.chunking(expected, DType.FLOAT32));
+            this.values = matrix.stream("data", layout.valueType, layout.chunking(expected, layout.valueType));
             this.chunkedIndices = matrix.stream("indices", DType.INT32, layout.chunking(expected, DType.INT32));
         } else {
             this.spill = TempFiles.beside(output, "indices");
             this.indices = FileChannel.open(spill, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                     StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE);
-            this.values = matrix.stream("data", DType.FLOAT32);
+            this.values = matrix.stream("data", layout.valueType);
             this.chunkedIndices = null;
         }
     }
@@ -279,7 +306,7 @@ public final class H5adWriter implements AutoCloseable {
     }
 
     /**
-     * Appends cells in CSR form.
+     * Appends cells in CSR form (into a float64 X, each value widened exactly).
      *
      * @param count the number of cells
      * @param rowStarts {@code count + 1} offsets into {@code columns}/{@code data}, starting at any value
@@ -289,15 +316,53 @@ public final class H5adWriter implements AutoCloseable {
     public void appendSparse(int count, int[] rowStarts, int[] columns, float[] data) {
         int first = rowStarts[0];
         int stored = rowStarts[count] - first;
-        ByteBuffer valueBytes = ByteBuffer.allocate(stored * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        boolean wide = layout.valueType == DType.FLOAT64;
+        ByteBuffer valueBytes = ByteBuffer.allocate(stored * layout.valueType.byteSize()).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer columnBytes = ByteBuffer.allocate(stored * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (int at = first; at < first + stored; at++) {
             if (columns[at] < 0 || columns[at] >= genes.length) {
                 throw new IllegalArgumentException("gene index " + columns[at] + " outside [0, " + genes.length + ")");
             }
-            valueBytes.putFloat(data[at]);
+            if (wide) {
+                valueBytes.putDouble(data[at]);
+            } else {
+                valueBytes.putFloat(data[at]);
+            }
             columnBytes.putInt(columns[at]);
         }
+        append(count, rowStarts, valueBytes, columnBytes);
+    }
+
+    /**
+     * Appends cells in CSR form with float64 values, into a writer whose X holds float64
+     * ({@link Layout#values}{@code (DType.FLOAT64)}).
+     *
+     * @param count the number of cells
+     * @param rowStarts {@code count + 1} offsets into {@code columns}/{@code data}, starting at any value
+     * @param columns gene indices, in [0, n_vars)
+     * @param data the values
+     * @throws IllegalStateException when X holds float32, which would round them
+     */
+    public void appendSparse(int count, int[] rowStarts, int[] columns, double[] data) {
+        if (layout.valueType != DType.FLOAT64) {
+            throw new IllegalStateException("float64 values appended to a float32 X would be rounded; create the writer "
+                    + "with a layout of float64 values: H5adWriter.Layout.contiguous().values(DType.FLOAT64)");
+        }
+        int first = rowStarts[0];
+        int stored = rowStarts[count] - first;
+        ByteBuffer valueBytes = ByteBuffer.allocate(stored * Double.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer columnBytes = ByteBuffer.allocate(stored * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (int at = first; at < first + stored; at++) {
+            if (columns[at] < 0 || columns[at] >= genes.length) {
+                throw new IllegalArgumentException("gene index " + columns[at] + " outside [0, " + genes.length + ")");
+            }
+            valueBytes.putDouble(data[at]);
+            columnBytes.putInt(columns[at]);
+        }
+        append(count, rowStarts, valueBytes, columnBytes);
+    }
+
+    private void append(int count, int[] rowStarts, ByteBuffer valueBytes, ByteBuffer columnBytes) {
         ensureRows(count);
         for (int r = 0; r < count; r++) {
             indptr[Math.toIntExact(cells + r + 1)] = indptr[Math.toIntExact(cells + r)] + rowStarts[r + 1] - rowStarts[r];
