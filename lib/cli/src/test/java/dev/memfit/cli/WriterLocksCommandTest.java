@@ -208,7 +208,10 @@ class WriterLocksCommandTest {
         // a larger shard size: the shards beyond the new count are removed, and the output says which
         CliRun resharded = inProcess("shard", first.toString(), "--output-dir", out.toString(), "--shard-size", "4000");
         assertEquals(0, resharded.status(), resharded.err());
-        assertTrue(resharded.out().startsWith("removed 8 stale file(s): shard_000002.data.npy, "), resharded.out());
+        List<String> reshardedLines = resharded.out().lines().toList();
+        assertTrue(reshardedLines.getFirst().startsWith("the shards already in " + out + " were not kept: shard_size 4000, "
+                + "was 2000"), resharded.out());
+        assertTrue(reshardedLines.get(1).startsWith("removed 8 stale file(s): shard_000002.data.npy, "), resharded.out());
         assertEquals(0, inProcess("validate", out.toString()).status());
         assertEquals("a", whose(out));
     }
