@@ -319,7 +319,8 @@ public final class Formats {
                 facts.put("matrices", String.join("; ", matrices.entrySet().stream()
                         .map(entry -> entry.getKey() + ": " + entry.getValue()).toList()));
             }
-            facts.put("obs_columns", String.join(", ", h5ad.columnNames("obs")));   // names only: no column is read
+            // every column read, so that a description is also a check: a damaged categorical fails here, not later
+            facts.put("obs_columns", String.join(", ", h5ad.frameColumns("obs").keySet()));
             return new DataFile(shownAs, Format.H5AD, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
                     size(List.of(file)), facts);
         }
