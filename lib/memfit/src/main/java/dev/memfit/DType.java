@@ -1,6 +1,5 @@
 package dev.memfit;
 
-import ai.djl.ndarray.types.DataType;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -94,34 +93,12 @@ public enum DType {
     /**
      * Whether DJL can hold this type in an {@code NDArray} as it is.
      *
-     * @return true for the types {@link #toDataType()} maps
+     * @return false for unsigned types wider than a byte, which DJL's PyTorch engine lacks
      */
     public boolean hasDataType() {
         return switch (this) {
             case UINT16, UINT32, UINT64 -> false;
             default -> true;
-        };
-    }
-
-    /**
-     * The matching DJL data type.
-     *
-     * @return the DJL type
-     * @throws UnsupportedOperationException for unsigned types wider than a byte, which DJL's PyTorch engine lacks
-     */
-    public DataType toDataType() {
-        return switch (this) {
-            case BOOL -> DataType.BOOLEAN;
-            case INT8 -> DataType.INT8;
-            case UINT8 -> DataType.UINT8;
-            case INT16 -> DataType.INT16;
-            case INT32 -> DataType.INT32;
-            case INT64 -> DataType.INT64;
-            case FLOAT16 -> DataType.FLOAT16;
-            case FLOAT32 -> DataType.FLOAT32;
-            case FLOAT64 -> DataType.FLOAT64;
-            case UINT16, UINT32, UINT64 -> throw new UnsupportedOperationException(
-                    this + " has no DJL data type; convert the batches, e.g. with optConvertTo(DType.FLOAT32) on the loader builder");
         };
     }
 

@@ -113,7 +113,7 @@ public final class Batch implements AutoCloseable {
      */
     public NDArray toNDArray(NDManager manager) {
         checkOpen();
-        return manager.create(data.asByteBuffer().order(ByteOrder.nativeOrder()), shape, dtype.toDataType());
+        return manager.create(data.asByteBuffer().order(ByteOrder.nativeOrder()), shape, DjlTypes.of(dtype));
     }
 
     /**

@@ -54,7 +54,7 @@ public final class SourceDataset extends RandomAccessDataset {
     private static NDArray read(SampleSource source, NDManager manager, long index) {
         ByteBuffer buffer = ByteBuffer.allocateDirect(Math.toIntExact(source.sampleBytes())).order(ByteOrder.nativeOrder());
         source.read(index, MemorySegment.ofBuffer(buffer));
-        return manager.create(buffer, source.sampleShape(), source.dtype().toDataType());
+        return manager.create(buffer, source.sampleShape(), DjlTypes.of(source.dtype()));
     }
 
     @Override
