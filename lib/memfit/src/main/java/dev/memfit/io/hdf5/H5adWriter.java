@@ -1,5 +1,6 @@
 package dev.memfit.io.hdf5;
 
+import dev.memfit.io.anndata.FrameColumn;
 import dev.memfit.DType;
 import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.OutputLock;
