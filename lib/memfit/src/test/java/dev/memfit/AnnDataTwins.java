@@ -74,7 +74,7 @@ obs = pd.DataFrame({
     'doublet': rng.random(cells) < 0.1, 'barcode': ['ACGT-%d-ü' % (k * 7) for k in range(cells)],
     'n_int': ni, 'n_bool': nb,
 }, index=['cell-%d' % k for k in range(cells)])
-var = pd.DataFrame({'symbol': ['G%d' % k for k in range(genes)], 'highly_variable': np.arange(genes) % 3 == 0,
+var = pd.DataFrame({'symbol': ['G%d' % k for k in range(genes)], 'is_marker': np.arange(genes) % 3 == 0,
                     'mean': rng.random(genes), 'chrom': pd.Categorical(rng.choice(['1', '2', 'X'], genes))},
                    index=['ENSG%05d' % k for k in range(genes)])
 raw_var = pd.DataFrame({'symbol': ['G%d' % k for k in range(raw_genes)]}, index=['ENSG%05d' % k for k in range(raw_genes)])

@@ -831,7 +831,10 @@ public final class ZarrAnnData implements AnnData {
             try {
                 names = zarr.children("layers");
             } catch (MemfitException e) {
-                names = List.of();   // a store in a bucket without consolidated metadata: its layers are not listed
+                // a store in a bucket without consolidated metadata: its layers are not listed (one is read by name)
+                found.put("layers/*", "not listed (a folder in a bucket without consolidated metadata); read one by name, "
+                        + "--layer NAME");
+                names = List.of();
             }
             for (String name : names) {
                 describeMatrix(found, "layers/" + name);
