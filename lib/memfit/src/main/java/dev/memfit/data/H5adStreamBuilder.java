@@ -59,15 +59,17 @@ public final class H5adStreamBuilder implements Loader.Builder {
     }
 
     /**
-     * Stages an object ({@code s3://}, {@code gs://}) through this cache instead of
-     * {@link dev.memfit.io.cloud.ObjectCache#fromEnvironment()}; the loader does not close it.
+     * Reads an object ({@code s3://}, {@code gs://}) through this cache instead of
+     * {@link dev.memfit.io.cloud.ObjectCache#fromEnvironment()}: an {@code .h5ad} is staged in it, a zarr store read
+     * chunk by chunk through it; the loader does not close it.
      *
-     * @param objects the cache, whose limit must hold the whole file (and, while it is staged, its blocks)
+     * @param objects the cache, whose limit must hold the whole file for an {@code .h5ad} (and, while it is staged, its
+     *                blocks); for a zarr store, the chunks being read
      * @return this builder
      */
     public H5adStreamBuilder optCache(dev.memfit.io.cloud.ObjectCache objects) {
         if (object == null) {
-            throw new dev.memfit.MemfitException(file + ": optCache is for an .h5ad in a bucket (s3://, gs://); a "
+            throw new dev.memfit.MemfitException(file + ": optCache is for AnnData in a bucket (s3://, gs://); a "
                     + "local file is read directly");
         }
         this.cache = java.util.Objects.requireNonNull(objects, "cache; leave optCache out to use "

@@ -244,6 +244,24 @@ class ZarrPipelinesTest {
         }
     }
 
+    @Test
+    void labelsAndColumnsReadFromAStoreAsFromTheH5ad() {
+        for (String store : List.of("csr32.zarr", "dense.zarr.zip")) {
+            dev.memfit.sample.Labels expected = Datasets.labels(dir.resolve("csr32.h5ad"), "cell_type");
+            dev.memfit.sample.Labels found = Datasets.labels(dir.resolve(store), "cell_type");
+            assertEquals(expected.names(), found.names(), store);
+            assertArrayEquals(expected.codes(), found.codes(), store);
+            Map<String, Object> columns = Datasets.columns(dir.resolve(store).toString(), "var");
+            Map<String, Object> h5adColumns = Datasets.columns(dir.resolve("csr32.h5ad"), "var");
+            assertEquals(h5adColumns.keySet(), columns.keySet());
+            h5adColumns.forEach((name, values) -> assertTrue(java.util.Objects.deepEquals(values, columns.get(name)), name));
+        }
+        assertEquals(Formats.Format.ANNDATA_ZARR, Datasets.describe(dir.resolve("csc.zarr")).format());
+        dev.memfit.MemfitException random = org.junit.jupiter.api.Assertions.assertThrows(dev.memfit.MemfitException.class,
+                () -> Datasets.open(dir.resolve("csc.zarr")));
+        assertTrue(random.getMessage().contains("stream it with Datasets.h5ad"), random.getMessage());
+    }
+
     // ---- from a bucket
 
     @Test
