@@ -9,8 +9,8 @@ import java.util.TreeSet;
 /**
  * One column of an AnnData dataframe ({@code obs} or {@code var}) with its type, as anndata stores it: what memfit
  * carries from one file to another without changing a value or a type. {@link AnnData#frameColumns} reads them
- * (from an {@code .h5ad} or a {@code .zarr} store alike), {@code H5adWriter.obs(String, FrameColumn)} writes them, {@link #subset} keeps some rows (the selected genes of a
- * preprocessing run, the cells of a shard).
+ * (from an {@code .h5ad} or a {@code .zarr} store alike), {@code H5adWriter.obs(String, FrameColumn)} writes them,
+ * {@link #subset} keeps some rows (the selected genes of a preprocessing run, the cells of a shard).
  *
  * <p>The kinds are those of pandas columns anndata writes: {@link Numbers} (numpy's signed and unsigned integers of
  * every width, float32, float64), {@link Bools}, {@link Strings}, {@link Categorical} (codes of a given width into

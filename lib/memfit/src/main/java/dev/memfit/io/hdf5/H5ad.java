@@ -1,10 +1,5 @@
 package dev.memfit.io.hdf5;
 
-import dev.memfit.io.anndata.AnnData;
-import dev.memfit.io.anndata.AnnDataColumns;
-import dev.memfit.io.anndata.CscTranspose;
-import dev.memfit.io.anndata.FrameColumn;
-import dev.memfit.io.anndata.SharedTranspose;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
@@ -20,6 +15,11 @@ import io.jhdf.object.datatype.FixedPoint;
 import io.jhdf.object.datatype.FloatingPoint;
 import dev.memfit.NativeMemory;
 import dev.memfit.ProgressListener;
+import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.anndata.AnnDataColumns;
+import dev.memfit.io.anndata.CscTranspose;
+import dev.memfit.io.anndata.FrameColumn;
+import dev.memfit.io.anndata.SharedTranspose;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
