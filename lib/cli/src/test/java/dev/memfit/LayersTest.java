@@ -36,6 +36,7 @@ class LayersTest {
             "dev.memfit",               // exceptions, DType, the native-memory ledger, parameters, progress
             "dev.memfit.io.storage",    // bytes of files: positional, mapped, page cache, atomic writes
             "dev.memfit.io.cloud",      // objects in s3:// and gs:// buckets through a verified local cache
+            "dev.memfit.io.anndata",    // AnnData read out of core whatever holds it; FrameColumn, CscTranspose
             "dev.memfit.io.npy",
             "dev.memfit.io.mrc",
             "dev.memfit.io.hdf5",

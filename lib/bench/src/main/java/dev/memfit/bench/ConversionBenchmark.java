@@ -3,7 +3,8 @@ package dev.memfit.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.ProgressListener;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.storage.Folders;
 import dev.memfit.memory.MemoryProbe;
 import dev.memfit.memory.MemoryTimeline;
@@ -91,7 +92,7 @@ public final class ConversionBenchmark {
             deleteTree(shards);
             JsonNode json = convertInChildJvm(input, shards, settings.shardSize(), settings.transposeBudget());
             deleteTree(shards);
-            try (H5ad h5ad = H5ad.open(input)) {
+            try (AnnData h5ad = AnnDataFiles.open(input)) {
                 rows.add(new Row(input.getFileName().toString(), h5ad.layout().toString(), h5ad.observations(), h5ad.storedValues(),
                         size(input) / 1e6, json.get("seconds").asDouble(), json.get("transpose_seconds").asDouble(),
                         json.get("peak_rss_anon_mb").asDouble(), json.get("peak_rss_mb").asDouble(),

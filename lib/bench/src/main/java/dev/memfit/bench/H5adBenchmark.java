@@ -33,7 +33,10 @@ import java.util.Optional;
  * {@link Datasets#h5ad} vs anndata's backed {@code chunked_X}), random batches read from the {@code .h5ad} directly
  * (memfit vs anndata backed indexing) and from shards (memfit's loader vs the C loop of the shards' layout: CSR rows
  * zeroed and scattered for a sparse X, rows copied for a dense one), and shard conversion (cells/s and peak memory
- * of a separate JVM, for two file sizes).
+ * of a separate JVM, for two file sizes). With the format {@code zarr}: the same atlas as an AnnData {@code .zarr}
+ * store (anndata's {@code write_zarr}, its defaults), streamed by memfit against zarr-python reading
+ * {@code X/indptr}, {@code X/data} and {@code X/indices} in row blocks and against {@code anndata.read_zarr}, the
+ * sides run alternately {@code repeats} times and each reported by its median (a shared machine is noisy).
  */
 public final class H5adBenchmark {
 
@@ -55,9 +58,34 @@ public final class H5adBenchmark {
      *                batch it would otherwise wait for; C runs that many threads)
      * @param seed the seed
      * @param baselines whether to run anndata and C
+     * @param formats what to measure: {@code h5ad} (the tasks above) and/or {@code zarr} (the stream over a
+     *                {@code .zarr} store beside the {@code .h5ad}, written from it by anndata when missing)
+     * @param repeats runs of each side of the zarr comparison, alternated; medians are reported
      */
     public record Settings(Path file, long cells, int genes, int chunkSize, int batchSize, long shardSize,
-                           int randomBatches, int epochs, List<Integer> threads, long seed, boolean baselines) {
+                           int randomBatches, int epochs, List<Integer> threads, long seed, boolean baselines,
+                           List<String> formats, int repeats) {
+
+        /**
+         * The settings of the {@code .h5ad} tasks only, measured once each.
+         *
+         * @param file the atlas
+         * @param cells cells when creating it
+         * @param genes genes when creating it
+         * @param chunkSize cells per streamed chunk
+         * @param batchSize cells per random batch
+         * @param shardSize cells per shard
+         * @param randomBatches random batches read from the {@code .h5ad} directly
+         * @param epochs epochs over the shards
+         * @param threads thread counts
+         * @param seed the seed
+         * @param baselines whether to run anndata and C
+         */
+        public Settings(Path file, long cells, int genes, int chunkSize, int batchSize, long shardSize, int randomBatches,
+                        int epochs, List<Integer> threads, long seed, boolean baselines) {
+            this(file, cells, genes, chunkSize, batchSize, shardSize, randomBatches, epochs, threads, seed, baselines,
+                    List.of("h5ad"), 1);
+        }
     }
 
     /**
@@ -99,6 +127,12 @@ public final class H5adBenchmark {
         long rowBytes = genes * Float.BYTES;
         LoaderBenchmark.warmPageCache(file);
         List<Row> rows = new ArrayList<>();
+        if (settings.formats().contains("zarr")) {
+            rows.addAll(zarr(settings, cells, rowBytes));
+        }
+        if (!settings.formats().contains("h5ad")) {
+            return rows;
+        }
 
         for (int threads : settings.threads()) {
             H5ad.ChunkCacheStatistics before = H5ad.processChunkCacheStatistics();
@@ -162,6 +196,89 @@ public final class H5adBenchmark {
             }
         }
         return rows;
+    }
+
+    /**
+     * The stream over the atlas as a {@code .zarr} store against zarr-python and anndata on the same store: each side
+     * run {@code repeats} times, alternately, and reported by its median; memfit's stream over the {@code .h5ad} is
+     * run in the same rounds for reference.
+     */
+    private static List<Row> zarr(Settings settings, long cells, long rowBytes) {
+        Path file = settings.file();
+        String name = file.getFileName().toString().replaceAll("\\.h5ad$", "");
+        Path store = file.toAbsolutePath().resolveSibling(name + ".zarr");
+        if (!Files.exists(store)) {
+            // anndata's own write_zarr with its defaults (Blosc lz4, byte shuffle; zarr's chunks): the store users have
+            Baselines.json(List.of("/usr/bin/python3", "-c", "import sys, json, anndata as ad; "
+                    + "ad.read_h5ad(sys.argv[1]).write_zarr(sys.argv[2]); print(json.dumps({'ok': True}))",
+                    file.toString(), store.toString()), 3600).orElseThrow(() -> new IllegalStateException(
+                    "cannot write " + store + " with anndata (Debian's python3-anndata and python3-zarr)"));
+        }
+        warmFolder(store);
+        boolean python = settings.baselines() && Baselines.pythonHas("zarr");
+        List<Integer> threads = settings.threads();
+        List<List<Double>> memfit = new ArrayList<>();
+        List<List<Double>> reference = new ArrayList<>();
+        for (int t = 0; t < threads.size(); t++) {
+            memfit.add(new ArrayList<>());
+            reference.add(new ArrayList<>());
+        }
+        List<Double> zarrPython = new ArrayList<>();
+        List<Double> anndata = new ArrayList<>();
+        String chunk = Integer.toString(settings.chunkSize());
+        Path script = Baselines.sources().resolve("anndata_zarr.py");
+        for (int round = 0; round < Math.max(1, settings.repeats()); round++) {
+            for (int t = 0; t < threads.size(); t++) {
+                memfit.get(t).add(cells / streamPass(store, settings, threads.get(t)));
+                reference.get(t).add(cells / streamPass(file, settings, threads.get(t)));
+            }
+            if (python) {
+                Baselines.json(List.of("/usr/bin/python3", script.toString(), store.toString(), "zarr", chunk), 1800)
+                        .ifPresent(json -> zarrPython.add(json.get("cells_per_s").asDouble()));
+                Baselines.json(List.of("/usr/bin/python3", script.toString(), store.toString(), "anndata", chunk), 1800)
+                        .ifPresent(json -> anndata.add(json.get("cells_per_s").asDouble()));
+            }
+        }
+        List<Row> rows = new ArrayList<>();
+        String runs = " [median of " + Math.max(1, settings.repeats()) + "]";
+        for (int t = 0; t < threads.size(); t++) {
+            double perSecond = median(memfit.get(t));
+            rows.add(new Row("stream pass over .zarr", "memfit stream (.zarr)" + runs, threads.get(t), perSecond,
+                    perSecond * rowBytes / 1e9, 0, 0));
+        }
+        if (!zarrPython.isEmpty()) {
+            double perSecond = median(zarrPython);
+            rows.add(new Row("stream pass over .zarr", "zarr-python X/indptr,data,indices in row blocks(" + chunk + ")"
+                    + runs, 1, perSecond, perSecond * rowBytes / 1e9, 0, 0));
+        }
+        if (!anndata.isEmpty()) {
+            double perSecond = median(anndata);
+            rows.add(new Row("stream pass over .zarr", "anndata.read_zarr (X whole) + row blocks(" + chunk + ")" + runs,
+                    1, perSecond, perSecond * rowBytes / 1e9, 0, 0));
+        }
+        for (int t = 0; t < threads.size(); t++) {
+            double perSecond = median(reference.get(t));
+            rows.add(new Row("stream pass over .h5ad (same atlas, same rounds)", "memfit h5ad stream" + runs,
+                    threads.get(t), perSecond, perSecond * rowBytes / 1e9, 0, 0));
+        }
+        return rows;
+    }
+
+    private static double median(List<Double> values) {
+        double[] sorted = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        int n = sorted.length;
+        return n == 0 ? Double.NaN : n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+
+    /** Reads every file of a folder once, so that both sides read a store in the page cache. */
+    private static void warmFolder(Path folder) {
+        try (java.util.stream.Stream<Path> files = Files.walk(folder)) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                LoaderBenchmark.warmPageCache(file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /**

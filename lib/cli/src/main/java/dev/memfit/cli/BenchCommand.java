@@ -213,7 +213,9 @@ final class BenchCommand implements Runnable {
 
     @Command(name = "h5ad", mixinStandardHelpOptions = true,
             description = "Single-cell atlas: streaming an .h5ad (vs anndata backed), random batches from the .h5ad and "
-                    + "from shards (vs C gather), shard conversion speed and peak memory.")
+                    + "from shards (vs C gather), shard conversion speed and peak memory; --formats zarr: streaming the "
+                    + "same atlas as an AnnData .zarr store (vs zarr-python row blocks and anndata.read_zarr), sides "
+                    + "alternated --repeats times, medians.")
     static final class H5ad implements Callable<Integer> {
         @Option(names = "--file", description = "the .h5ad (created if missing; default build/bench/atlas-<cells>x<genes>.h5ad)")
         private Path file;
@@ -239,6 +241,13 @@ final class BenchCommand implements Runnable {
         private boolean noBaselines;
         @Option(names = "--json", description = "print JSON rows instead of a table")
         private boolean json;
+        @Option(names = "--formats", defaultValue = "h5ad", split = ",", description = "h5ad (the tasks above) and/or "
+                + "zarr (the stream over <file>.zarr, written from the .h5ad by anndata's write_zarr when missing, against "
+                + "zarr-python and anndata.read_zarr) (default ${DEFAULT-VALUE})")
+        private List<String> formats;
+        @Option(names = "--repeats", defaultValue = "5", description = "runs of each side of the zarr comparison, "
+                + "alternated; medians reported (default ${DEFAULT-VALUE})")
+        private int repeats;
         @Option(names = "--chunk-cache-mib", description = "decoded-chunk cache per open .h5ad, MiB (sets -Dmemfit.h5ad.chunkCacheMiB; default 64, raised to two bands of a chunked dense X)")
         private Long chunkCacheMib;
 
@@ -250,6 +259,14 @@ final class BenchCommand implements Runnable {
                 }
                 System.setProperty("memfit.h5ad.chunkCacheMiB", Long.toString(chunkCacheMib));
             }
+            for (String format : formats) {
+                if (!format.equals("h5ad") && !format.equals("zarr")) {
+                    throw new dev.memfit.MemfitException("--formats: expected h5ad and/or zarr, found '" + format + "'");
+                }
+            }
+            if (repeats < 1) {
+                throw new dev.memfit.MemfitException("--repeats: expected at least 1 run, got " + repeats);
+            }
             Path target = file != null ? file : Path.of("build", "bench", "atlas-" + cells + "x" + genes + ".h5ad");
             java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
             List<H5adBenchmark.Row> all = new java.util.ArrayList<>();
@@ -259,7 +276,7 @@ final class BenchCommand implements Runnable {
                     throw new dev.memfit.MemfitException("--batch: expected cells per batch >= 1, got " + batch);
                 }
                 for (H5adBenchmark.Row row : H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,
-                        batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines))) {
+                        batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines, formats, repeats))) {
                     all.add(row);
                     batchOfRow.add(batch);
                 }

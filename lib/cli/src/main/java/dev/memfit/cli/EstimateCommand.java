@@ -52,7 +52,8 @@ final class EstimateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        // an object in a bucket is described through the cache of the environment (an .h5ad is staged whole)
+        // an object in a bucket is described through the cache of the environment (an .h5ad is staged whole, a zarr
+        // store read chunk by chunk)
         Formats.DataFile data = dev.memfit.io.cloud.ObjectUri.isObject(file.toString())
                 ? dev.memfit.data.Datasets.describe(file.toString()) : Formats.open(file);
         long samples = data.samples();
@@ -64,7 +65,7 @@ final class EstimateCommand implements Callable<Integer> {
         long sampleBytes = data.format() == Formats.Format.NPY ? data.sampleBytes()
                 : data.sampleBytes() / data.dtype().byteSize() * Float.BYTES;
         String atlas = null;
-        if (data.format() == Formats.Format.H5AD) {
+        if (data.format() == Formats.Format.H5AD || data.format() == Formats.Format.ANNDATA_ZARR) {
             // a dense X has no nnz in its header facts: every value counts as stored (an upper bound for the CSR size)
             long stored = data.facts().get("nnz") instanceof Long nnz ? nnz : data.samples() * data.sampleShape()[0];
             atlas = Advice.atlasText(data.samples(), data.sampleShape()[0], stored, devices,

@@ -13,7 +13,8 @@ import dev.memfit.io.npy.NpyHeader;
 import dev.memfit.shard.ObjectShardStore;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.source.SampleSource;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.mrc.ParticleStack;
 import dev.memfit.io.npy.FileSet;
@@ -42,7 +43,7 @@ import java.util.concurrent.Callable;
         description = "Show format, shape, dtype, byte order, memory order, size and the float64 sum of all values.")
 final class InspectCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, a cryoSPARC .cs, an .h5ad, an object in a bucket (s3://bucket/x.npy, .h5ad, .mrcs, .star, .cs, a shard folder s3://bucket/shards/; gs://...), read through the cache of MEMFIT_CACHE_DIR, an .h5 written by pack or a folder of .npy samples")
+    @Parameters(paramLabel = "FILE", description = "a .npy file, an .mrcs/.mrc stack, a .txt list of stacks, a RELION .star, a cryoSPARC .cs, an .h5ad, an AnnData .zarr folder or .zarr.zip, an object in a bucket (s3://bucket/x.npy, .h5ad, .zarr (read chunk by chunk), .zarr.zip, .mrcs, .star, .cs, a shard folder s3://bucket/shards/; gs://...), read through the cache of MEMFIT_CACHE_DIR, an .h5 written by pack or a folder of .npy samples")
     private Path file;
 
     @Option(names = "--json", description = "print one JSON object instead of a table")
@@ -53,7 +54,7 @@ final class InspectCommand implements Callable<Integer> {
             + "folder, then each folder above it (a RELION or cryoSPARC project's), then the working folder")
     private Path datadir;
 
-    @Option(names = "--layer", defaultValue = "X", paramLabel = "MATRIX", description = "for an .h5ad: the matrix read, "
+    @Option(names = "--layer", defaultValue = "X", paramLabel = "MATRIX", description = "for AnnData (.h5ad, .zarr): the matrix read, "
             + "X (default), raw/X or a layer such as counts (layers/counts); the description lists the file's matrices")
     private String layer;
 
@@ -97,18 +98,18 @@ final class InspectCommand implements Callable<Integer> {
         }
         Formats.DataFile data = Datasets.describe(file);   // shard folders too
         if (!layer.equals("X")) {
-            if (data.format() != Formats.Format.H5AD) {
-                throw new MemfitException("--layer is for an .h5ad; " + file + " is " + data.format().description());
+            if (!isAnnData(data.format())) {
+                throw new MemfitException("--layer is for AnnData (.h5ad, .zarr); " + file + " is " + data.format().description());
             }
-            data = Formats.openH5ad(file, file, layer);
+            data = Formats.openAnnData(file, file, layer);
         }
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("file", file.toString());
         facts.putAll(data.facts());
-        if (data.format() == Formats.Format.H5AD) {
+        if (isAnnData(data.format())) {
             // one pass for both: for a dense X, nnz is the count of non-zero values, as numpy's count_nonzero
-            try (H5ad h5ad = H5ad.builder().setFile(file).optLayer(layer).open()) {
-                H5ad.Totals totals = h5ad.totals();
+            try (AnnData h5ad = AnnDataFiles.builder().setFile(file).optLayer(layer).open()) {
+                AnnData.Totals totals = h5ad.totals();
                 if (!h5ad.sparse()) {
                     facts.put("nnz", totals.nonZeroValues());
                 }
@@ -125,7 +126,7 @@ final class InspectCommand implements Callable<Integer> {
     /**
      * An object in a bucket, read through the cache of the environment ({@link ObjectCache#fromEnvironment()}): a
      * {@code .npy} from its header (one small request on a cold cache) and then every block; an {@code .h5ad} staged whole (verified) and read
-     * like a local file; a stack or listing from its headers, then its images block by block; a shard folder
+     * like a local file; an AnnData zarr store chunk by chunk through the cache; a stack or listing from its headers, then its images block by block; a shard folder
      * ({@code s3://bucket/shards/}) from its metadata, then shard by shard, each checked against its CRC32C.
      */
     private static Map<String, Object> inspectObject(ObjectUri uri, String layer) {
@@ -143,24 +144,35 @@ final class InspectCommand implements Callable<Integer> {
             }
             Formats.DataFile data = Datasets.describe(uri, cache);
             if (!layer.equals("X")) {
-                if (data.format() != Formats.Format.H5AD) {
-                    throw new MemfitException("--layer is for an .h5ad; " + uri + " is " + data.format().description());
+                if (!isAnnData(data.format())) {
+                    throw new MemfitException("--layer is for AnnData (.h5ad, .zarr); " + uri + " is " + data.format().description());
                 }
-                data = Formats.openH5ad(cache.stage(uri).file(), uri.toPath(), layer);
+                data = data.format() == Formats.Format.ANNDATA_ZARR ? Formats.openAnnData(cache, path, layer)
+                        : Formats.openH5ad(cache.stage(uri).file(), uri.toPath(), layer);
             }
             facts.putAll(data.facts());
             facts.put("size_on_disk", data.bytesOnDisk());
             switch (data.format()) {
                 case H5AD -> {
                     Path staged = cache.stage(uri).file();
-                    try (H5ad h5ad = H5ad.builder().setFile(staged).optLayer(layer).open()) {
-                        H5ad.Totals totals = h5ad.totals();
+                    try (AnnData h5ad = AnnDataFiles.builder().setFile(staged).optLayer(layer).open()) {
+                        AnnData.Totals totals = h5ad.totals();
                         if (!h5ad.sparse()) {
                             facts.put("nnz", totals.nonZeroValues());
                         }
                         facts.put("sum", totals.sum());
                     } catch (RuntimeException e) {
                         throw ObjectCache.aboutObject(e, staged, uri);
+                    }
+                }
+                case ANNDATA_ZARR -> {
+                    // read chunk by chunk through the cache, never staged whole
+                    try (AnnData zarr = AnnDataFiles.builder().setFile(path).optStorage(cache).optLayer(layer).open()) {
+                        AnnData.Totals totals = zarr.totals();
+                        if (!zarr.sparse()) {
+                            facts.put("nnz", totals.nonZeroValues());
+                        }
+                        facts.put("sum", totals.sum());
                     }
                 }
                 case MRC, STACK_LIST, STAR, CRYOSPARC -> facts.put("sum", sum(ParticleStack.open(path, null, cache), cache));
@@ -174,6 +186,10 @@ final class InspectCommand implements Callable<Integer> {
             }
             return facts;
         }
+    }
+
+    private static boolean isAnnData(Formats.Format format) {
+        return format == Formats.Format.H5AD || format == Formats.Format.ANNDATA_ZARR;
     }
 
     /** Every element of a {@code .npy} summed in float64 from its stored type, in reads of about 32 MB. */
@@ -202,8 +218,8 @@ final class InspectCommand implements Callable<Integer> {
                     yield array.sum();
                 }
             }
-            case H5AD -> {
-                try (H5ad h5ad = H5ad.open(file)) {
+            case H5AD, ANNDATA_ZARR -> {
+                try (AnnData h5ad = AnnDataFiles.open(file)) {
                     yield h5ad.sum();
                 }
             }

@@ -2,7 +2,9 @@ package dev.memfit.cli;
 
 import dev.memfit.DType;
 import dev.memfit.MemfitException;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.storage.Storage;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.shard.GeneVocabulary;
 import dev.memfit.shard.ShardLayout;
@@ -25,13 +27,14 @@ import java.util.concurrent.Callable;
 
 /** {@code memfit shard INPUT.h5ad --output-dir shards/ --shard-size N} and {@code memfit validate shards/}. */
 @Command(name = "shard", mixinStandardHelpOptions = true,
-        description = "Convert .h5ad files into memory-mappable shards (CSR or dense .npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run. "
+        description = "Convert AnnData (.h5ad files, .zarr stores) into memory-mappable shards (CSR or dense .npy + .parquet + shard_metadata.json), out of core; resumes an interrupted run. "
                 + "--engine spark converts on Apache Spark (one task per shard), the same folder byte for byte.")
 final class ShardCommand implements Callable<Integer> {
 
-    @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files, in order: each is cut into shards "
-            + "from its first cell; without --vocab the shards hold the union of their genes. Objects in a bucket "
-            + "(s3://bucket/atlas.h5ad, gs://...) are staged whole into the cache of MEMFIT_CACHE_DIR first")
+    @Parameters(paramLabel = "INPUT", arity = "1..*", description = "the .h5ad files or .zarr stores (folders, .zarr.zip), "
+            + "in order: each is cut into shards from its first cell; without --vocab the shards hold the union of their "
+            + "genes. Objects in a bucket (s3://bucket/atlas.h5ad, gs://...) are staged whole into the cache of "
+            + "MEMFIT_CACHE_DIR first; zarr stores in a bucket (s3://bucket/atlas.zarr) are read chunk by chunk through it")
     private List<Path> inputs;
 
     @Option(names = "--engine", defaultValue = "local", description = "local (this process, resumable) or spark (Apache "
@@ -77,7 +80,7 @@ final class ShardCommand implements Callable<Integer> {
                     + " files give the genes with --vocab");
         }
         if (inputs.stream().noneMatch(in -> ObjectUri.isObject(in.toString()))) {
-            return convert(inputs, Map.of());
+            return convert(inputs, Map.of(), null);
         }
         // objects in a bucket: staged whole (verified) into the cache of the environment, then converted as local files
         try (ObjectCache cache = ObjectCache.fromEnvironment()) {
@@ -92,6 +95,15 @@ final class ShardCommand implements Callable<Integer> {
                         continue;
                     }
                     ObjectUri uri = ObjectUri.of(in);
+                    if (AnnDataFiles.isZarrName(uri.key())) {
+                        // a zarr store: read chunk by chunk through the cache, recorded by its listing's version
+                        AnnDataFiles.Version version = AnnDataFiles.version(cache, uri);
+                        System.out.printf("reading %s (%.1f MB) through %s%n", uri, version.bytes() / 1e6, cache.folder());
+                        local.add(uri.toPath());
+                        versions.put(uri.toPath(), new String[]{uri.toString(), version.modified(),
+                                Long.toString(version.bytes())});
+                        continue;
+                    }
                     ObjectCache.PinnedObject pinned = cache.stagePinned(uri);
                     pins.add(pinned.pin());
                     ObjectCache.StagedObject staged = pinned.staged();
@@ -102,7 +114,7 @@ final class ShardCommand implements Callable<Integer> {
                     versions.put(staged.file(), new String[]{uri.toString(), staged.info().etag()});
                 }
                 try {
-                    return convert(local, versions);
+                    return convert(local, versions, cache);
                 } catch (RuntimeException e) {
                     // a reader's error names the staged copy: name the object instead
                     RuntimeException named = e;
@@ -117,8 +129,11 @@ final class ShardCommand implements Callable<Integer> {
         }
     }
 
-    /** Converts local files; {@code objects} names the staged copies among them by address and ETag. */
-    private Integer convert(List<Path> inputs, Map<Path, String[]> objects) {
+    /**
+     * Converts local files and stores; {@code objects} names the staged copies among them by address and ETag, and the
+     * zarr stores in a bucket (read through {@code storage}) by address, version and bytes.
+     */
+    private Integer convert(List<Path> inputs, Map<Path, String[]> objects, Storage storage) {
         Path input = inputs.getFirst();
         boolean existed = Files.exists(output);
         boolean fresh = !existed || isEmptyFolder(output);
@@ -130,14 +145,21 @@ final class ShardCommand implements Callable<Integer> {
                 if (vocabulary != null) {
                     genes = GeneVocabulary.read(vocabulary);
                 } else if (topGenes != null) {
-                    try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).open()) {
+                    try (AnnData h5ad = AnnDataFiles.builder().setFile(input)
+                            .optStorage(ObjectUri.isObject(input.toString()) ? storage : null).optLayer(layer).open()) {
                         genes = GeneVocabulary.topByTotalCounts(h5ad, topGenes);
                     }
                 }
                 ShardWriter.Builder writer = ShardWriter.builder().setInputs(inputs).optShardSize(shardSize)
                         .optVocabulary(genes).optLayout(layout == null ? null : ShardLayout.of(layout)).optLayer(layer)
-                        .optDType(dtype(dtype));
-                objects.forEach((copy, named) -> writer.optSource(copy, named[0], named[1]));
+                        .optDType(dtype(dtype)).optStorage(storage);
+                objects.forEach((copy, named) -> {
+                    if (named.length > 2) {
+                        writer.optSource(copy, named[0], named[1], Long.parseLong(named[2]));
+                    } else {
+                        writer.optSource(copy, named[0], named[1]);
+                    }
+                });
                 result = writer.write(output);
             }
         } catch (RuntimeException | Error e) {

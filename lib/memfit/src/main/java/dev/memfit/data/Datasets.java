@@ -4,7 +4,8 @@ import dev.memfit.MemfitException;
 import dev.memfit.io.Formats;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.npy.FileSet;
 import dev.memfit.io.npy.Npy;
@@ -127,8 +128,9 @@ public final class Datasets {
      *
      * @param path a file or folder
      * @return the loader settings
-     * @throws MemfitException for an {@code .h5ad} (convert it with {@code ./memfit shard} and open the folder, or
-     *         stream it with {@link #h5ad(Path)}) and for formats memfit does not read
+     * @throws MemfitException for an {@code .h5ad} or an AnnData {@code .zarr} store (convert it with
+     *         {@code ./memfit shard} and open the folder, or stream it with {@link #h5ad(Path)}) and for formats memfit
+     *         does not read
      */
     public static LoaderBuilder open(Path path) {
         return switch (Formats.detect(path)) {
@@ -137,8 +139,9 @@ public final class Datasets {
             case PACKED_HDF5 -> new RecordDataset(() -> PackedFile.open(path)).lazy(4);
             case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
             case SHARDS -> shards(path);
-            case H5AD -> throw new MemfitException(path + ": an .h5ad is not read at random by a loader; convert it "
-                    + "with ./memfit shard (then Datasets.shards(folder)) or stream it with Datasets.h5ad(file)");
+            case H5AD, ANNDATA_ZARR -> throw new MemfitException(path + ": an " + (Formats.detect(path)
+                    == Formats.Format.H5AD ? ".h5ad" : "AnnData .zarr store") + " is not read at random by a loader; "
+                    + "convert it with ./memfit shard (then Datasets.shards(folder)) or stream it with Datasets.h5ad(path)");
         };
     }
 
@@ -198,10 +201,12 @@ public final class Datasets {
     }
 
     /**
-     * Streams an {@code .h5ad} named by a local path or an object address ({@code s3://bucket/atlas.h5ad}); an object
-     * is staged whole into a verified local cache when the loader is built ({@link H5adStreamBuilder#optCache}).
+     * Streams AnnData named by a local path or an object address: an {@code .h5ad} ({@code s3://bucket/atlas.h5ad},
+     * staged whole into a verified local cache when the loader is built) or a zarr store
+     * ({@code s3://bucket/atlas.zarr} or {@code .zarr.zip}, read chunk by chunk through the cache); see
+     * {@link H5adStreamBuilder#optCache}. The name is the format's that came first: the stream reads both.
      *
-     * @param pathOrUri the file or its address
+     * @param pathOrUri the file, store or its address
      * @return the stream settings
      */
     public static H5adStreamBuilder h5ad(String pathOrUri) {
@@ -210,10 +215,12 @@ public final class Datasets {
     }
 
     /**
-     * Streams an AnnData {@code .h5ad} through a shuffle buffer: no set-up, memory bounded by the buffer, every cell
-     * once per epoch, in batches like every other {@link Loader} (see {@link H5adStreamBuilder}).
+     * Streams AnnData through a shuffle buffer: no set-up, memory bounded by the buffer, every cell once per epoch, in
+     * batches like every other {@link Loader} (see {@link H5adStreamBuilder}). The file is an {@code .h5ad}, or a zarr
+     * store as anndata's {@code write_zarr} writes it (a {@code .zarr} folder, or a {@code .zarr.zip}): the same
+     * cells give the same batches for the same seed, whichever holds them.
      *
-     * @param file the {@code .h5ad}
+     * @param file the {@code .h5ad}, {@code .zarr} folder or {@code .zarr.zip}
      * @return the stream settings
      */
     public static H5adStreamBuilder h5ad(Path file) {
@@ -282,7 +289,8 @@ public final class Datasets {
     /**
      * What an object holds, read through a cache: a {@code .npy} from its header, particle stacks and
      * listings from the listing and the stacks' headers, an {@code .h5ad} staged whole (its metadata is spread
-     * through the file), and a shard folder (an address ending in {@code /}, or one without an extension) from its
+     * through the file), an AnnData zarr store ({@code .zarr}, {@code .zarr/}, {@code .zarr.zip}) from its metadata,
+     * chunk by chunk, and a shard folder (an address ending in {@code /}, or one without an extension) from its
      * metadata. The description names the object ({@code s3:/bucket/key}, the path form of {@link ObjectUri}).
      *
      * @param uri the object or shard folder
@@ -292,6 +300,9 @@ public final class Datasets {
     public static Formats.DataFile describe(ObjectUri uri, ObjectCache cache) {
         String name = uri.key().toLowerCase(java.util.Locale.ROOT);
         String last = name.substring(name.lastIndexOf('/') + 1);
+        if (AnnDataFiles.isZarrName(name)) {
+            return Formats.openAnnData(cache, zarrPath(uri), "X");
+        }
         if (name.endsWith(".npy")) {
             return Formats.openNpy(cache, uri.toPath());
         }
@@ -326,8 +337,13 @@ public final class Datasets {
                         store.sampleShape().getShape(), store.dtype(), bytes, facts);
             }
         }
-        throw new MemfitException(uri + ": expected an object memfit reads from a bucket (.npy, .h5ad, .mrcs/.mrc, "
-                + ".star, a cryoSPARC .cs, a .txt list of stacks, or a shard folder ending in /)");
+        throw new MemfitException(uri + ": expected an object memfit reads from a bucket (.npy, .h5ad, an AnnData .zarr "
+                + "store or .zarr.zip, .mrcs/.mrc, .star, a cryoSPARC .cs, a .txt list of stacks, or a shard folder ending in /)");
+    }
+
+    /** The path form of a zarr store's address, without a trailing slash ({@code s3:/bucket/atlas.zarr}). */
+    static Path zarrPath(ObjectUri uri) {
+        return uri.toPath();
     }
 
     /** A shard folder's value type as inspect shows it: {@code float64}, or {@code float32 (cast from float64)}. */
@@ -360,7 +376,7 @@ public final class Datasets {
     }
 
     /**
-     * One dataframe of an AnnData {@code .h5ad}, as anndata stores it: {@code obs} (a row per cell, such as cell
+     * One dataframe of an AnnData {@code .h5ad} (or {@code .zarr} store), as anndata stores it: {@code obs} (a row per cell, such as cell
      * types) or {@code var} (a row per gene, such as {@code highly_variable}). Reads the annotations only, not
      * {@code X}.
      *
@@ -369,7 +385,7 @@ public final class Datasets {
      * @return column name to its values, in the stored column order (the index excluded): a {@code String[]} for
      *         strings and categoricals (a missing category is {@code null}), a {@code boolean[]} for booleans (which
      *         anndata stores as an HDF5 enum), a {@code double[]} for numbers: labels to read, not a copy to write
-     *         elsewhere ({@link dev.memfit.io.hdf5.H5ad#frameColumns} keeps each column's type)
+     *         elsewhere ({@link AnnData#frameColumns} keeps each column's type)
      * @throws MemfitException when the frame is neither "obs" nor "var", or the file is not a valid {@code .h5ad}
      */
     public static Map<String, Object> columns(Path h5ad, String frame) {
@@ -377,7 +393,7 @@ public final class Datasets {
             throw new MemfitException(h5ad + ": an .h5ad has the dataframes \"obs\" (cells) and \"var\" (genes), not \""
                     + frame + "\"");
         }
-        try (H5ad file = H5ad.open(h5ad)) {
+        try (AnnData file = AnnDataFiles.open(h5ad)) {
             return file.columns(frame);
         }
     }
@@ -395,9 +411,13 @@ public final class Datasets {
      */
     public static Labels labels(Path h5ad, String obsColumn) {
         Object values;
-        try (H5ad file = H5ad.open(h5ad)) {
+        try (AnnData file = AnnDataFiles.open(h5ad)) {
             values = file.column("obs", obsColumn);
         }
+        return labelsOf(values, h5ad.toString(), obsColumn);
+    }
+
+    private static Labels labelsOf(Object values, String source, String obsColumn) {
         if (values instanceof boolean[] flags) {
             // a bool column (say is_doublet) as two classes, named as numpy prints them
             String[] names = new String[flags.length];
@@ -407,7 +427,7 @@ public final class Datasets {
             return Labels.of(names, obsColumn);
         }
         if (!(values instanceof String[] names)) {
-            throw new MemfitException(h5ad + ": obs column '" + obsColumn + "' holds numbers; labels are read from a "
+            throw new MemfitException(source + ": obs column '" + obsColumn + "' holds numbers; labels are read from a "
                     + "column of strings, categories or booleans");
         }
         return Labels.of(names, obsColumn);
@@ -424,6 +444,16 @@ public final class Datasets {
     public static Map<String, Object> columns(String pathOrUri, String frame) {
         if (!ObjectUri.isObject(pathOrUri)) {
             return columns(Path.of(pathOrUri), frame);
+        }
+        if (AnnDataFiles.isZarrName(pathOrUri)) {
+            if (!"obs".equals(frame) && !"var".equals(frame)) {
+                throw new MemfitException(pathOrUri + ": AnnData has the dataframes \"obs\" (cells) and \"var\" (genes), "
+                        + "not \"" + frame + "\"");
+            }
+            try (ObjectCache cache = ObjectCache.fromEnvironment();
+                 AnnData file = AnnDataFiles.builder().setFile(zarrPath(ObjectUri.parse(pathOrUri))).optStorage(cache).open()) {
+                return file.columns(frame);
+            }
         }
         try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
             try {
@@ -445,6 +475,14 @@ public final class Datasets {
     public static Labels labels(String pathOrUri, String obsColumn) {
         if (!ObjectUri.isObject(pathOrUri)) {
             return labels(Path.of(pathOrUri), obsColumn);
+        }
+        if (AnnDataFiles.isZarrName(pathOrUri)) {
+            Object values;
+            try (ObjectCache cache = ObjectCache.fromEnvironment();
+                 AnnData file = AnnDataFiles.builder().setFile(zarrPath(ObjectUri.parse(pathOrUri))).optStorage(cache).open()) {
+                values = file.column("obs", obsColumn);
+            }
+            return labelsOf(values, pathOrUri, obsColumn);
         }
         try (StagedFile staged = StagedFile.of(ObjectUri.parse(pathOrUri), null)) {
             try {

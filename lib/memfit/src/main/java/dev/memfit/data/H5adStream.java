@@ -4,7 +4,9 @@ import ai.djl.ndarray.types.Shape;
 import dev.memfit.MemfitException;
 import dev.memfit.Threads;
 import dev.memfit.DType;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.storage.Storage;
 import dev.memfit.NativeMemory;
 import dev.memfit.sample.ShuffledSampler;
 
@@ -24,7 +26,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The streaming {@link Loader} over an {@code .h5ad}: chunks of consecutive cells are read in a per-epoch random order
+ * The streaming {@link Loader} over AnnData (an {@code .h5ad}, a {@code .zarr} folder or {@code .zarr.zip}, local or a
+ * store in a bucket read chunk by chunk through an object cache): chunks of consecutive cells are read in a per-epoch random order
  * on {@code threads} threads (each with its own file handle), and batches are drawn at random from the cells in a
  * shuffle buffer. Every cell is yielded once per epoch; the order differs every epoch (from the seed and the epoch) and
  * does not depend on the number of threads; memory is the buffer (with room for the chunks being read ahead, which
@@ -48,12 +51,12 @@ final class H5adStream implements Loader.Pipeline {
     private final long seed;
     private final int threads;
     private final ExecutorService pool;
-    private final List<H5ad> handles = new ArrayList<>();
-    private final ThreadLocal<H5ad> handle;
+    private final List<AnnData> handles = new ArrayList<>();
+    private final ThreadLocal<AnnData> handle;
     private final Arena arena = Arena.ofShared();
     private final ShuffleBuffer buffer;
     /** Kept open for a sparse buffer, which sizes each chunk's cells with it; null otherwise. */
-    private final H5ad probe;
+    private final AnnData probe;
     private final ConcurrentLinkedDeque<MemorySegment> batchBuffers = new ConcurrentLinkedDeque<>();
     private final int slots;
     private final NativeMemory.Reservation reservation;
@@ -70,16 +73,17 @@ final class H5adStream implements Loader.Pipeline {
 
     H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
                boolean dropLast) {
-        this(file, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true, "X");
+        this(file, null, chunkSize, bufferCells, batchSize, threads, prefetch, seed, dropLast, true, "X");
     }
 
     /**
      * As above; {@code sparseAllowed} false keeps dense rows in the buffer whatever X is (tests compare the two);
-     * {@code layer} is the matrix read ({@link H5ad.Builder#optLayer}).
+     * {@code layer} is the matrix read ({@link AnnDataFiles.Builder#optLayer}); {@code storage} reads a zarr store in a
+     * bucket (the caller keeps it open), null for local files.
      */
-    H5adStream(Path file, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch, long seed,
-               boolean dropLast, boolean sparseAllowed, String layer) {
-        H5ad reader = H5ad.builder().setFile(file).optLayer(layer).open();
+    H5adStream(Path file, Storage storage, int chunkSize, int bufferCells, int batchSize, int threads, int prefetch,
+               long seed, boolean dropLast, boolean sparseAllowed, String layer) {
+        AnnData reader = AnnDataFiles.builder().setFile(file).optStorage(storage).optLayer(layer).open();
         this.cells = reader.observations();
         this.genes = reader.variables();
         if (chunkSize < 1 || bufferCells < chunkSize || batchSize < 1 || batchSize > bufferCells || threads < 1
@@ -119,7 +123,7 @@ final class H5adStream implements Loader.Pipeline {
         }
         this.pool = Executors.newFixedThreadPool(threads, Threads.daemon("memfit-stream-" + POOL_ID.incrementAndGet()));
         this.handle = ThreadLocal.withInitial(() -> {
-            H5ad opened = H5ad.builder().setFile(file).optLayer(layer).open();
+            AnnData opened = AnnDataFiles.builder().setFile(file).optStorage(storage).optLayer(layer).open();
             synchronized (handles) {
                 handles.add(opened);
             }
@@ -475,7 +479,7 @@ final class H5adStream implements Loader.Pipeline {
         }
         reservation.close();
         synchronized (handles) {
-            handles.forEach(H5ad::close);
+            handles.forEach(AnnData::close);
             handles.clear();
         }
         if (staging != null) {

@@ -3,8 +3,8 @@ package dev.memfit.data;
 import java.nio.file.Path;
 
 /**
- * Configures a {@link Loader} that streams an {@code .h5ad} through a shuffle buffer; start one with
- * {@link Datasets#h5ad(Path)}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks (and at least one batch), batches of 256, one
+ * Configures a {@link Loader} that streams AnnData (an {@code .h5ad}, or a zarr store: a {@code .zarr} folder or a
+ * {@code .zarr.zip}) through a shuffle buffer; start one with {@link Datasets#h5ad(Path)}. Defaults: chunks of 10,000 cells, a shuffle buffer of four chunks (and at least one batch), batches of 256, one
  * reader thread reading two chunks ahead, seed 0, the last short batch of an epoch kept.
  *
  * <pre>{@code
@@ -16,7 +16,9 @@ import java.nio.file.Path;
  *
  * <p>An {@code .h5ad} in a bucket ({@link Datasets#h5ad(String)}) is staged whole into the verified local cache
  * when the loader is built ({@link dev.memfit.io.cloud.ObjectCache#stage}, MD5-checked against the ETag of a
- * single-part upload, block CRC32Cs otherwise) and then read like a local file; {@link #optCache} shares a cache.
+ * single-part upload, block CRC32Cs otherwise) and then read like a local file; a zarr store in a bucket
+ * ({@code s3://bucket/atlas.zarr}, {@code .zarr.zip}) is read chunk by chunk through the cache, never staged whole
+ * (each chunk checked as the cache checks its blocks); {@link #optCache} shares a cache.
  *
  * <p>Every cell is read once per epoch in runs of consecutive cells, which is what compressed, chunked files (every
  * file anndata writes) read fastest; randomness comes from the chunk order and the draws from the buffer, so a larger
@@ -57,15 +59,17 @@ public final class H5adStreamBuilder implements Loader.Builder {
     }
 
     /**
-     * Stages an object ({@code s3://}, {@code gs://}) through this cache instead of
-     * {@link dev.memfit.io.cloud.ObjectCache#fromEnvironment()}; the loader does not close it.
+     * Reads an object ({@code s3://}, {@code gs://}) through this cache instead of
+     * {@link dev.memfit.io.cloud.ObjectCache#fromEnvironment()}: an {@code .h5ad} is staged in it, a zarr store read
+     * chunk by chunk through it; the loader does not close it.
      *
-     * @param objects the cache, whose limit must hold the whole file (and, while it is staged, its blocks)
+     * @param objects the cache, whose limit must hold the whole file for an {@code .h5ad} (and, while it is staged, its
+     *                blocks); for a zarr store, the chunks being read
      * @return this builder
      */
     public H5adStreamBuilder optCache(dev.memfit.io.cloud.ObjectCache objects) {
         if (object == null) {
-            throw new dev.memfit.MemfitException(file + ": optCache is for an .h5ad in a bucket (s3://, gs://); a "
+            throw new dev.memfit.MemfitException(file + ": optCache is for AnnData in a bucket (s3://, gs://); a "
                     + "local file is read directly");
         }
         this.cache = java.util.Objects.requireNonNull(objects, "cache; leave optCache out to use "
@@ -196,15 +200,31 @@ public final class H5adStreamBuilder implements Loader.Builder {
                 : fetchFactor != null ? fetchCells(chunkSize, fetchFactor, batchSize) : Math.max(4 * chunkSize, batchSize);
         int ahead = prefetch == null ? Math.max(2, threads) : prefetch;
         if (object == null) {
-            return new Loader(new H5adStream(file, chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
+            return new Loader(new H5adStream(file, null, chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
                     sparseBuffer, layer)).resumingFrom(resumeFrom);
+        }
+        if (dev.memfit.io.AnnDataFiles.isZarrName(object.key())) {
+            // a zarr store: its chunks read through the cache as batches need them; the cache kept open until the
+            // loader closes (and closed with it when the loader made it)
+            dev.memfit.io.cloud.ObjectCache objects = cache != null ? cache : dev.memfit.io.cloud.ObjectCache.fromEnvironment();
+            try {
+                H5adStream stream = new H5adStream(object.toPath(), objects, chunkSize, buffer, batchSize, threads, ahead,
+                        seed, dropLast, sparseBuffer, layer);
+                return new Loader(stream.stagedFrom(object.toString(), cache != null ? () -> { } : objects))
+                        .resumingFrom(resumeFrom);
+            } catch (RuntimeException e) {
+                if (cache == null) {
+                    objects.close();
+                }
+                throw e;
+            }
         }
         // the whole object, verified, as a local file that the mapped reader reads unchanged; pinned (and the cache
         // kept open) until the loader closes
         StagedFile staged = StagedFile.of(object, cache);
         H5adStream stream;
         try {
-            stream = new H5adStream(staged.file(), chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
+            stream = new H5adStream(staged.file(), null, chunkSize, buffer, batchSize, threads, ahead, seed, dropLast,
                     sparseBuffer, layer).stagedFrom(object.toString(), staged);
         } catch (RuntimeException e) {
             staged.close();

@@ -1,7 +1,7 @@
 package dev.memfit.data;
 
 import dev.memfit.MemfitException;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.anndata.AnnData;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,7 +38,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
      * @param first the chunk's first cell
      * @param slots the slot of each of its cells, in order
      */
-    void read(H5ad h5ad, long first, int[] slots);
+    void read(AnnData h5ad, long first, int[] slots);
 
     /**
      * Writes a slot's cell as a dense float32 row and frees the slot, on the caller's thread.
@@ -77,7 +77,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
         }
 
         @Override
-        public void read(H5ad h5ad, long first, int[] slots) {
+        public void read(AnnData h5ad, long first, int[] slots) {
             long[] offsets = new long[slots.length];
             for (int i = 0; i < slots.length; i++) {
                 offsets[i] = slots[i] * rowBytes;
@@ -114,7 +114,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
         private final long pageBytes;
         private final int pages;
         private final MemorySegment store;
-        private final H5ad cellCounts;
+        private final AnnData cellCounts;
         /** Per epoch, touched by the caller's thread only: page chains (-1 ends one), the free chain, each slot's cell. */
         private final int[] next;
         private int freePages;
@@ -127,7 +127,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
         private record Staging(MemorySegment values, MemorySegment columns, long[] rowStarts) {
         }
 
-        private Sparse(Arena arena, Plan plan, int slots, int threads, int chunkSize, H5ad cellCounts) {
+        private Sparse(Arena arena, Plan plan, int slots, int threads, int chunkSize, AnnData cellCounts) {
             this.genes = cellCounts.variables();
             this.rowBytes = genes * Float.BYTES;
             this.pageValues = plan.pageValues();
@@ -153,7 +153,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
          * @param cellCounts an open reader of the file, kept by the buffer (to size each chunk's cells at reserve)
          * @param file the file, for messages
          */
-        static Sparse planned(Arena arena, H5ad cellCounts, Path file, int slots, int threads, int chunkSize) {
+        static Sparse planned(Arena arena, AnnData cellCounts, Path file, int slots, int threads, int chunkSize) {
             Plan plan = plan(cellCounts, file, slots, chunkSize);
             if (plan == null || plan.bytes(threads) >= Dense.bytes(slots, cellCounts.variables())) {
                 return null;
@@ -169,7 +169,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
             }
         }
 
-        static Plan plan(H5ad h5ad, Path file, int slots, int chunkSize) {
+        static Plan plan(AnnData h5ad, Path file, int slots, int chunkSize) {
             if (!h5ad.sparse() || h5ad.variables() > Integer.MAX_VALUE) {
                 return null;
             }
@@ -260,7 +260,7 @@ sealed interface ShuffleBuffer permits ShuffleBuffer.Dense, ShuffleBuffer.Sparse
         }
 
         @Override
-        public void read(H5ad h5ad, long first, int[] slots) {
+        public void read(AnnData h5ad, long first, int[] slots) {
             Staging area = staging.poll();
             try {
                 long capacity = area.values().byteSize() / Float.BYTES;

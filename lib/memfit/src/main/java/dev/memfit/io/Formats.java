@@ -3,6 +3,7 @@ package dev.memfit.io;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.Hdf5;
 import dev.memfit.io.hdf5.PackedFile;
@@ -51,6 +52,11 @@ public final class Formats {
         CRYOSPARC("cryoSPARC .cs"),
         /** An AnnData {@code .h5ad} single-cell file; samples are cells. */
         H5AD("AnnData .h5ad"),
+        /**
+         * An AnnData zarr store: a {@code .zarr} folder (with a {@code .zgroup}) as anndata's {@code write_zarr} writes
+         * it, or a {@code .zarr.zip} archive; samples are cells, read as from an {@code .h5ad}.
+         */
+        ANNDATA_ZARR("AnnData .zarr"),
         /** An HDF5 file written by {@code ./memfit pack}: {@code /samples} and {@code /names}. */
         PACKED_HDF5("packed HDF5"),
         /** A folder of {@code .npy} files, one sample each. */
@@ -118,6 +124,15 @@ public final class Formats {
                 return Format.SHARDS;
             }
             String folder = path.getFileName() == null ? "" : path.getFileName().toString().toLowerCase(Locale.ROOT);
+            if (Files.exists(path.resolve(".zgroup")) || Files.exists(path.resolve(".zarray"))) {
+                return Format.ANNDATA_ZARR;
+            }
+            if (folder.endsWith(".zarr")) {
+                // named as a store but without its marker: say what is missing, not "no samples"
+                throw new InvalidFileException(path, -1, "a zarr v2 store (.zgroup at its root)",
+                        Files.exists(path.resolve("zarr.json")) ? "a zarr v3 store (zarr.json), which memfit does not read"
+                                : "a folder without .zgroup");
+            }
             for (String extension : List.of(".npy", ".mrcs", ".mrc", ".star", ".cs", ".txt", ".h5ad", ".h5", ".hdf5")) {
                 if (folder.endsWith(extension)) {
                     // a folder named like a file is a slip (a wrong path, an unpacked archive): say so, not "no samples"
@@ -147,6 +162,9 @@ public final class Formats {
         if (name.endsWith(".h5ad")) {
             return Format.H5AD;
         }
+        if (name.endsWith(".zip")) {
+            return Format.ANNDATA_ZARR;
+        }
         if (name.endsWith(".h5") || name.endsWith(".hdf5")) {
             return Format.PACKED_HDF5;
         }
@@ -157,7 +175,8 @@ public final class Formats {
             return Format.PACKED_HDF5;
         }
         throw new MemfitException(path + ": expected a format memfit reads (.npy, .mrcs/.mrc, a .txt list of stacks, "
-                + ".star, a cryoSPARC .cs, .h5ad, an .h5 written by pack, a folder of .npy samples or of shards), found a "
+                + ".star, a cryoSPARC .cs, .h5ad, an AnnData .zarr folder or .zarr.zip, an .h5 written by pack, a folder of "
+                + ".npy samples or of shards), found a "
                 + "file without the .npy or HDF5 signature or one of those extensions");
     }
 
@@ -210,7 +229,7 @@ public final class Formats {
         return switch (format) {
             case NPY -> npy(path, Npy.readHeader(path), size(List.of(path)));
             case MRC, STACK_LIST, STAR, CRYOSPARC -> particles(path, null);
-            case H5AD -> openH5ad(path, path);
+            case H5AD, ANNDATA_ZARR -> openAnnData(path, path, "X");
             case PACKED_HDF5 -> {
                 PackedFile packed = PackedFile.open(path);
                 facts.put("format", "HDF5 packed by memfit, /" + PackedFile.SAMPLES + " float32");
@@ -292,38 +311,78 @@ public final class Formats {
      * @return the description
      */
     public static DataFile openH5ad(Path file, Path shownAs, String layer) {
-        Map<String, Object> facts = new LinkedHashMap<>();
-        try (H5ad h5ad = H5ad.builder().setFile(file).optLayer(layer).open()) {
-            String matrix = h5ad.layer();
-            facts.put("format", "AnnData .h5ad, " + matrix + " " + switch (h5ad.layout()) {
-                case CSR -> "CSR";
-                case DENSE -> "dense";
-                // rows of a CSC X cost a transpose: say so before anyone streams it
-                case CSC -> String.format("CSC (transposed to CSR when rows are first read, %,d stored values)",
-                        h5ad.storedValues());
-            });
-            facts.put("x_layout", h5ad.layout().toString());
-            facts.put("dtype", h5ad.storedType().name().toLowerCase(Locale.ROOT));
-            facts.put("n_obs", h5ad.observations());
-            facts.put("n_vars", h5ad.variables());
-            if (h5ad.sparse()) {
-                facts.put("nnz", h5ad.storedValues());
-            } else {
-                // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
-                // read only knows that every value is stored
-                facts.put("stored_values", h5ad.storedValues());
-            }
-            Map<String, String> matrices = h5ad.matrices();
-            if (matrices.size() > 1) {
-                // raw counts and layers a user may want instead (--layer / optLayer)
-                facts.put("matrices", String.join("; ", matrices.entrySet().stream()
-                        .map(entry -> entry.getKey() + ": " + entry.getValue()).toList()));
-            }
-            // every column read, so that a description is also a check: a damaged categorical fails here, not later
-            facts.put("obs_columns", String.join(", ", h5ad.frameColumns("obs").keySet()));
-            return new DataFile(shownAs, Format.H5AD, h5ad.observations(), new long[]{h5ad.variables()}, DType.FLOAT32,
-                    size(List.of(file)), facts);
+        return openAnnData(file, shownAs, layer);
+    }
+
+    /**
+     * Describes one matrix of a local AnnData file or store ({@code .h5ad}, {@code .zarr} folder, {@code .zarr.zip})
+     * from its metadata, as {@link #open} does; the facts list its other matrices ({@code X}, {@code raw/X},
+     * {@code layers/NAME}).
+     *
+     * @param file the local file or store
+     * @param shownAs the path the description names (an object's path form for a staged copy, or {@code file})
+     * @param layer the matrix described
+     * @return the description
+     */
+    public static DataFile openAnnData(Path file, Path shownAs, String layer) {
+        try (AnnData data = AnnDataFiles.builder().setFile(file).optLayer(layer).open()) {
+            return describe(data, shownAs, AnnDataFiles.isZarr(file) && Files.isDirectory(file)
+                    ? AnnDataFiles.version(file).bytes() : size(List.of(file)));
         }
+    }
+
+    /**
+     * Describes one matrix of an AnnData zarr store read through a storage, such as a store in a bucket through an
+     * object cache ({@code s3:/bucket/atlas.zarr}): from its metadata, chunk by chunk, never staged whole. The bytes
+     * on disk are the archive's for a {@code .zarr.zip}, and those of the described matrix's chunks for a folder
+     * (whose keys a bucket does not list).
+     *
+     * @param storage where the bytes come from, left open
+     * @param store the store's path in it
+     * @param layer the matrix described
+     * @return the description
+     */
+    public static DataFile openAnnData(dev.memfit.io.storage.Storage storage, Path store, String layer) {
+        try (dev.memfit.io.zarr.ZarrAnnData data = dev.memfit.io.zarr.ZarrAnnData.builder().setStore(store)
+                .optStorage(storage).optLayer(layer).open()) {
+            long bytes = data.store().bytes();
+            return describe(data, store, bytes >= 0 ? bytes : data.matrixBytes());
+        }
+    }
+
+    /** The facts {@code ./memfit inspect} shows of an open AnnData, the same for every format. */
+    private static DataFile describe(AnnData data, Path shownAs, long bytes) {
+        Map<String, Object> facts = new LinkedHashMap<>();
+        String matrix = data.layer();
+        facts.put("format", data.format() + ", " + matrix + " " + switch (data.layout()) {
+            case CSR -> "CSR";
+            case DENSE -> "dense";
+            // rows of a CSC X cost a transpose: say so before anyone streams it
+            case CSC -> String.format("CSC (transposed to CSR when rows are first read, %,d stored values)",
+                    data.storedValues());
+        });
+        facts.put("x_layout", data.layout().toString());
+        facts.put("dtype", data.storedType().name().toLowerCase(Locale.ROOT));
+        facts.put("n_obs", data.observations());
+        facts.put("n_vars", data.variables());
+        if (data.sparse()) {
+            facts.put("nnz", data.storedValues());
+        } else {
+            // the non-zero values of a dense X need a pass over it (./memfit inspect makes one); a header
+            // read only knows that every value is stored
+            facts.put("stored_values", data.storedValues());
+        }
+        Map<String, String> matrices = data.matrices();
+        if (matrices.size() > 1) {
+            // raw counts and layers a user may want instead (--layer / optLayer)
+            facts.put("matrices", String.join("; ", matrices.entrySet().stream()
+                    .map(entry -> entry.getKey() + ": " + entry.getValue()).toList()));
+        }
+        // every column read, so that a description is also a check: a damaged categorical fails here, not later
+        facts.put("obs_columns", String.join(", ", data.frameColumns("obs").keySet()));
+        Format format = data instanceof H5ad ? Format.H5AD : Format.ANNDATA_ZARR;
+        return new DataFile(shownAs, format, data.observations(), new long[]{data.variables()}, DType.FLOAT32, bytes,
+                facts);
     }
 
     private static String byteOrder(DType dtype, ByteOrder order) {

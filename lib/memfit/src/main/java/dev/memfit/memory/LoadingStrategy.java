@@ -7,7 +7,8 @@ import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderBuilder;
 import dev.memfit.io.Formats;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.PackedFile;
 import dev.memfit.io.npy.FileSet;
 import dev.memfit.sample.DistributedShardSampler;
@@ -160,12 +161,12 @@ public sealed interface LoadingStrategy {
                         return ArraySource.copyOf(store.describe(), store, steps -> { });
                     }
                 });
-                case H5AD -> Datasets.owned(() -> readDense(path));
+                case H5AD, ANNDATA_ZARR -> Datasets.owned(() -> readDense(path));
             };
         }
 
         private static ArraySource readDense(Path file) {
-            try (H5ad h5ad = H5ad.open(file)) {
+            try (AnnData h5ad = AnnDataFiles.open(file)) {
                 long cells = h5ad.observations();
                 long rowBytes = h5ad.variables() * Float.BYTES;
                 long dense = Math.multiplyExact(cells, rowBytes);
@@ -204,7 +205,7 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            if (Formats.detect(path) == Formats.Format.H5AD) {
+            if (isAnnData(Formats.detect(path))) {
                 throw notAtRandom(path, describe());
             }
             return Datasets.open(path);
@@ -242,7 +243,7 @@ public sealed interface LoadingStrategy {
                 case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).lazy(threads);
                 case NPY_FOLDER -> Datasets.records(FileSet.open(path)).lazy(threads);
                 case SHARDS -> Datasets.shards(path).optThreads(threads);
-                case H5AD -> throw notAtRandom(path, describe());
+                case H5AD, ANNDATA_ZARR -> throw notAtRandom(path, describe());
             };
         }
     }
@@ -289,7 +290,7 @@ public sealed interface LoadingStrategy {
          */
         @Override
         public Loader.Builder loader(Path path) {
-            if (Formats.detect(path) == Formats.Format.H5AD) {
+            if (isAnnData(Formats.detect(path))) {
                 return Datasets.h5ad(path).optChunkSize(chunkSize).optBufferCells(bufferCells).optThreads(threads);
             }
             return new Lazy(threads).loader(path);
@@ -341,7 +342,7 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             Formats.Format format = Formats.detect(path);
-            if (format == Formats.Format.H5AD) {
+            if (isAnnData(format)) {
                 throw notAtRandom(path, describe());
             }
             long total;
@@ -429,8 +430,13 @@ public sealed interface LoadingStrategy {
         }
     }
 
+    /** Whether a format holds AnnData: an {@code .h5ad} or a zarr store, streamed alike. */
+    private static boolean isAnnData(Formats.Format format) {
+        return format == Formats.Format.H5AD || format == Formats.Format.ANNDATA_ZARR;
+    }
+
     private static MemfitException notAtRandom(Path path, String strategy) {
-        return new MemfitException(path + ": an .h5ad is not read at random (" + strategy + "); stream it "
+        return new MemfitException(path + ": AnnData (.h5ad, .zarr) is not read at random (" + strategy + "); stream it "
                 + "(LoadingStrategy.streaming().loader(file)), load it in memory (LoadingStrategy.inMemory()), or "
                 + "convert it once with ./memfit shard and open the folder");
     }

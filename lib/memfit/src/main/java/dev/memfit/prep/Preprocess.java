@@ -4,8 +4,9 @@ import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
-import dev.memfit.io.hdf5.FrameColumn;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.anndata.FrameColumn;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.io.storage.OutputLock;
 
@@ -18,7 +19,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Offline preprocessing of a raw-count {@code .h5ad}, out of core in two passes over {@code X}: each cell normalized to
+ * Offline preprocessing of raw-count AnnData (an {@code .h5ad}, a {@code .zarr} folder or {@code .zarr.zip}), out of core in two passes over {@code X}: each cell normalized to
  * {@code targetSum} counts and {@code log1p}-transformed, then restricted to the highly variable genes, written as a
  * new {@code .h5ad} readable by anndata.
  *
@@ -30,7 +31,7 @@ import java.util.Map;
  * (scanpy's rule), so a run can keep a few more than {@code n}. Pass one accumulates the per-gene sums; pass two
  * writes the selected columns. Memory: one chunk of rows plus a few doubles per gene.
  *
- * <p>Precision follows the source's ({@link H5ad#floatType()}), as scanpy's does: a float32 (or integer) X is
+ * <p>Precision follows the source's ({@link AnnData#floatType()}), as scanpy's does: a float32 (or integer) X is
  * normalized in float64, its {@code log1p} rounded to float32 and written as float32, as scanpy stores it; a float64
  * X (FPKM, TPM, values far below float32's range) is read, normalized (each value times
  * {@code 1 / (total / targetSum)}, scanpy's formula for a sparse X), log1p-transformed and summed in float64, and
@@ -134,7 +135,7 @@ public final class Preprocess {
         /**
          * Sets the raw counts (required).
          *
-         * @param file an {@code .h5ad}
+         * @param file an {@code .h5ad}, a {@code .zarr} folder or a {@code .zarr.zip}
          * @return this builder
          */
         public Builder setInput(Path file) {
@@ -204,7 +205,7 @@ public final class Preprocess {
          */
         public GeneStatistics statistics() {
             check();
-            try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
+            try (AnnData h5ad = AnnDataFiles.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
                 Pass pass = pass(input, h5ad, targetSum);
                 pass.checkCells();
                 h5ad.prepareRows();   // a CSC X is transposed here, its progress before the pass's
@@ -219,7 +220,7 @@ public final class Preprocess {
 
         private void check() {
             if (input == null) {
-                throw new MemfitException("setInput(file) is required: the raw-count .h5ad");
+                throw new MemfitException("setInput(file) is required: the raw-count .h5ad or .zarr");
             }
             if (highlyVariable < 1) {
                 throw new MemfitException("optHighlyVariable(n) needs n >= 1 (--hvg on the command line), got " + highlyVariable);
@@ -241,7 +242,7 @@ public final class Preprocess {
         ProgressListener listener = settings.progress;
         // the output is locked before pass one: a second run writing it fails at once, not after a pass over X
         try (OutputLock lock = OutputLock.acquire(output);
-             H5ad h5ad = H5ad.builder().setFile(input).optLayer(settings.layer).optProgress(listener).open()) {
+             AnnData h5ad = AnnDataFiles.builder().setFile(input).optLayer(settings.layer).optProgress(listener).open()) {
             Pass pass = pass(input, h5ad, settings.targetSum);
             pass.checkInput();   // a column the output cannot carry is refused before any pass over X
             h5ad.prepareRows();   // a CSC X is transposed here, its progress before pass one's
@@ -278,7 +279,7 @@ public final class Preprocess {
      * @param targetSum counts per cell after normalization
      * @return the pass, with blocks of about 16 MB of dense rows
      */
-    public static Pass pass(Path input, H5ad h5ad, double targetSum) {
+    public static Pass pass(Path input, AnnData h5ad, double targetSum) {
         return new Pass(input, h5ad, targetSum);
     }
 
@@ -288,10 +289,10 @@ public final class Preprocess {
      */
     public static final class Pass {
         private final Path input;
-        private final H5ad h5ad;
+        private final AnnData h5ad;
         private final double targetSum;
         private final int genes;
-        /** Whether X is float64, read and computed in float64 and written so ({@link H5ad#floatType()}). */
+        /** Whether X is float64, read and computed in float64 and written so ({@link AnnData#floatType()}). */
         private final boolean wide;
         private long blockRows;
         /** The input's obs and var columns, read by {@link #checkInput} or {@link #finishOutput}. */
@@ -299,7 +300,7 @@ public final class Preprocess {
         /** Each cell's total, kept by a {@link #sums} over every block for pass two (which recomputes them otherwise). */
         private double[] cellTotals;
 
-        private Pass(Path input, H5ad h5ad, double targetSum) {
+        private Pass(Path input, AnnData h5ad, double targetSum) {
             this.input = input;
             this.h5ad = h5ad;
             this.targetSum = targetSum;
@@ -309,7 +310,7 @@ public final class Preprocess {
         }
 
         /**
-         * The type the values are read, computed and written in: the source's ({@link H5ad#floatType()}).
+         * The type the values are read, computed and written in: the source's ({@link AnnData#floatType()}).
          *
          * @return {@code FLOAT32} or {@code FLOAT64}
          */
@@ -558,7 +559,7 @@ public final class Preprocess {
                     .var("dispersions_norm", pick(statistics.normalizedDispersions(), keep));
         }
 
-        private void forEachBlock(long firstBlock, long count, H5ad.RowsConsumer consumer) {
+        private void forEachBlock(long firstBlock, long count, AnnData.RowsConsumer consumer) {
             long cells = h5ad.observations();
             long from = Math.min(cells, firstBlock * blockRows);
             long to = Math.min(cells, (firstBlock + count) * blockRows);
@@ -666,7 +667,7 @@ public final class Preprocess {
      * The error for a cell holding a value that is no count (NaN, infinite or negative), naming the file, the cell
      * (row and obs name), the gene and the value: normalizing it would give a row of NaN or zeros without a word.
      */
-    private static InvalidFileException notACount(Path input, H5ad h5ad, long row, java.lang.foreign.MemorySegment rows,
+    private static InvalidFileException notACount(Path input, AnnData h5ad, long row, java.lang.foreign.MemorySegment rows,
                                                   long base, int genes, boolean wide) {
         int gene = 0;
         while (gene < genes - 1 && isCount(value(rows, base + gene, wide))) {

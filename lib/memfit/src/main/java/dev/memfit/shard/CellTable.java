@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
-import dev.memfit.io.hdf5.FrameColumn;
+import dev.memfit.io.anndata.FrameColumn;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.column.ParquetProperties;
 import org.apache.parquet.hadoop.ParquetWriter;
@@ -44,7 +44,7 @@ import java.util.Map;
  * cell (of the categories' type, null when missing), a nullable column as an optional column (null where masked).
  * What Parquet has no word for, the file's key-value metadata {@value #COLUMNS_KEY} records as JSON: per column its
  * anndata encoding, its numpy type, and for a categorical its codes' type, its categories in their order and whether
- * they are ordered. {@link #read} rebuilds the columns from both, as {@link dev.memfit.io.hdf5.H5ad#frameColumns}
+ * they are ordered. {@link #read} rebuilds the columns from both, as {@link dev.memfit.io.anndata.AnnData#frameColumns}
  * read them (a masked value of a nullable column comes back as 0: Parquet stores no value there).
  */
 public final class CellTable {

@@ -2,7 +2,7 @@ package dev.memfit.shard;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.MemfitException;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.anndata.AnnData;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -43,7 +43,7 @@ public record GeneVocabulary(List<String> genes) {
      * @param h5ad the file
      * @return the vocabulary
      */
-    public static GeneVocabulary fromVar(H5ad h5ad) {
+    public static GeneVocabulary fromVar(AnnData h5ad) {
         return new GeneVocabulary(Arrays.asList(h5ad.index("var")));
     }
 
@@ -56,7 +56,7 @@ public record GeneVocabulary(List<String> genes) {
      * @return the vocabulary
      * @throws MemfitException when n is below 1
      */
-    public static GeneVocabulary topByTotalCounts(H5ad h5ad, int n) {
+    public static GeneVocabulary topByTotalCounts(AnnData h5ad, int n) {
         if (n < 1) {
             throw new MemfitException("topByTotalCounts(h5ad, n) needs n >= 1 genes (--top-genes on the command line), got "
                     + n + ": shards without genes hold nothing");
@@ -70,13 +70,13 @@ public record GeneVocabulary(List<String> genes) {
     }
 
     /**
-     * The sum of each gene over all cells, in float64 from the stored values ({@link H5ad#columnSums()}: CSR values
+     * The sum of each gene over all cells, in float64 from the stored values ({@link AnnData#columnSums()}: CSR values
      * are never densified, float64 data never rounded to float32).
      *
      * @param h5ad the file
      * @return one total per gene, in var order
      */
-    public static double[] columnTotals(H5ad h5ad) {
+    public static double[] columnTotals(AnnData h5ad) {
         return h5ad.columnSums();
     }
 

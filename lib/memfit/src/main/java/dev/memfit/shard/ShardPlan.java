@@ -6,8 +6,11 @@ import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
-import dev.memfit.io.hdf5.FrameColumn;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.anndata.FrameColumn;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.io.storage.Storage;
 
 import java.io.IOException;
 import java.io.Serializable;
@@ -22,7 +25,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A conversion of one or many {@code .h5ad} files into shards, planned once: the inputs in the given order, each cut
+ * A conversion of one or many AnnData files ({@code .h5ad}, {@code .zarr} folders, {@code .zarr.zip}) into shards,
+ * planned once: the inputs in the given order, each cut
  * into shards of {@code shardSize} cells from its first cell (so a shard never holds cells of two files, and its cell
  * table has that file's {@code obs} columns), numbered across the inputs; the vocabulary, the layout and the type of
  * the values (the source's: float64 for a float64 X, float32 otherwise; or a cast, {@link Builder#optDType}). The plan is
@@ -53,6 +57,8 @@ public final class ShardPlan implements Serializable {
     private final DType sourceType;
     /** The matrix converted: X, raw/X or layers/NAME. */
     private final String layer;
+    /** Reads the inputs that are zarr stores in a bucket; not sent to workers (they read local or shared files). */
+    private final transient Storage storage;
     /** Per shard: its input, its first row there and its cells. */
     private final int[] shardInput;
     private final long[] shardFirst;
@@ -66,16 +72,24 @@ public final class ShardPlan implements Serializable {
         this.inputModified = new String[n];
         this.sourceNames = new String[n];
         this.versionKeys = new String[n];
+        this.storage = settings.storage;
         for (int i = 0; i < n; i++) {
             Path input = settings.inputs.get(i);
-            inputs[i] = input.toAbsolutePath().toString();
+            boolean object = isObject(input);
+            inputs[i] = object ? input.toString() : input.toAbsolutePath().toString();
             String[] named = settings.sources.get(input);
-            try {
+            if (named != null && named.length > 2) {
+                // a store read through a storage (a bucket): its version as the caller found it
+                inputBytes[i] = Long.parseLong(named[2]);
+                inputModified[i] = named[1];
+            } else if (object) {
+                throw new MemfitException(input + ": an input in a bucket needs its version: optSource(input, address, "
+                        + "version, bytes)");
+            } else {
                 // a source rewritten since (same name, new contents) must not resume onto the old shards
-                inputBytes[i] = Files.size(input);
-                inputModified[i] = named != null ? named[1] : Files.getLastModifiedTime(input).toString();
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot read " + input, e);
+                AnnDataFiles.Version version = AnnDataFiles.version(input);
+                inputBytes[i] = version.bytes();
+                inputModified[i] = named != null ? named[1] : version.modified();
             }
             sourceNames[i] = named != null ? named[0] : inputs[i];
             versionKeys[i] = named != null ? "etag" : "modified";
@@ -129,8 +143,39 @@ public final class ShardPlan implements Serializable {
         private ProgressListener progress = ProgressListener.silent();
         private String layer = "X";
         private final java.util.Map<Path, String[]> sources = new java.util.HashMap<>();
+        private Storage storage;
 
         private Builder() {
+        }
+
+        /**
+         * Reads the inputs that are zarr stores in a bucket (their path form, {@code s3:/bucket/atlas.zarr}) through a
+         * storage the caller keeps open, an object cache, chunk by chunk; give each one's version with
+         * {@link #optSource(Path, String, String, long)}. Such a plan is written by this process
+         * ({@link ShardWriter}), not sent to workers.
+         *
+         * @param objects the storage, or null when every input is a local file or store
+         * @return this builder
+         */
+        public Builder optStorage(Storage objects) {
+            this.storage = objects;
+            return this;
+        }
+
+        /**
+         * Records an input read through {@link #optStorage} (a zarr store in a bucket) under its address, with what
+         * identifies its contents ({@code AnnDataFiles.version(cache, uri)}): a later run over the same store resumes,
+         * a changed one is named and converted again.
+         *
+         * @param input one of the inputs, a store's path form
+         * @param address its address, such as {@code s3://bucket/atlas.zarr}
+         * @param version what identifies its contents, recorded as its {@code etag}
+         * @param bytes its bytes
+         * @return this builder
+         */
+        public Builder optSource(Path input, String address, String version, long bytes) {
+            sources.put(input, new String[]{address, version, Long.toString(bytes)});
+            return this;
         }
 
         /**
@@ -163,7 +208,7 @@ public final class ShardPlan implements Serializable {
         /**
          * Sets the files to convert, in order (required): their cells follow each other in the shards.
          *
-         * @param files one or more {@code .h5ad}
+         * @param files one or more {@code .h5ad}, {@code .zarr} folders or {@code .zarr.zip}
          * @return this builder
          */
         public Builder setInputs(List<Path> files) {
@@ -240,7 +285,7 @@ public final class ShardPlan implements Serializable {
          */
         public ShardPlan plan() {
             if (inputs == null || inputs.isEmpty()) {
-                throw new MemfitException("setInputs(files) is required: the .h5ad file(s) to convert");
+                throw new MemfitException("setInputs(files) is required: the .h5ad file(s) or .zarr store(s) to convert");
             }
             if (inputs.contains(null)) {
                 throw new MemfitException("setInputs(files): input " + inputs.indexOf(null) + " is null; give every file");
@@ -266,7 +311,7 @@ public final class ShardPlan implements Serializable {
             boolean anySparse = false;
             for (int i = 0; i < inputs.size(); i++) {
                 Path input = inputs.get(i);
-                try (H5ad h5ad = H5ad.builder().setFile(input).optLayer(layer).optProgress(progress).open()) {
+                try (AnnData h5ad = open(input, storage, layer, progress)) {
                     layer = h5ad.layer();
                     anySparse |= h5ad.sparse();
                     if (h5ad.floatType() == DType.FLOAT64) {
@@ -435,7 +480,23 @@ public final class ShardPlan implements Serializable {
     }
 
     Input open(int input, ProgressListener listener) {
-        return new Input(input, H5ad.builder().setFile(Path.of(inputs[input])).optLayer(layer).optProgress(listener).open());
+        return new Input(input, open(Path.of(inputs[input]), storage, layer, listener));
+    }
+
+    /** Whether an input is an object in a bucket, by its path form ({@code s3:/bucket/atlas.zarr}). */
+    private static boolean isObject(Path input) {
+        return ObjectUri.isObject(input.toString());
+    }
+
+    /** Opens an input: a local file or store, or a store in a bucket through the plan's storage. */
+    private static AnnData open(Path input, Storage storage, String layer, ProgressListener listener) {
+        boolean object = isObject(input);
+        if (object && storage == null) {
+            throw new MemfitException(input + ": an input in a bucket is read through an object cache; give it with "
+                    + "optStorage(cache) (this plan was sent elsewhere, or built without one)");
+        }
+        return AnnDataFiles.builder().setFile(input).optStorage(object ? storage : null).optLayer(layer)
+                .optProgress(listener).open();
     }
 
     /**
@@ -445,14 +506,14 @@ public final class ShardPlan implements Serializable {
     public final class Input implements AutoCloseable {
 
         private final int index;
-        private final H5ad h5ad;
+        private final AnnData h5ad;
         private final int[] positions;
         private final Arena arena = Arena.ofConfined();
         private Map<String, FrameColumn> obs;
         private String[] barcodes;
         private ShardWriter.Buffers buffers;
 
-        private Input(int index, H5ad h5ad) {
+        private Input(int index, AnnData h5ad) {
             this.index = index;
             this.h5ad = h5ad;
             this.positions = new GeneVocabulary(vocabulary).positionsOf(h5ad.index("var"));

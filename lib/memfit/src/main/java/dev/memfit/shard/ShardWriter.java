@@ -12,8 +12,8 @@ import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.io.storage.TempFiles;
 import dev.memfit.DType;
-import dev.memfit.io.hdf5.FrameColumn;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.anndata.FrameColumn;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.npy.Npy;
 import dev.memfit.io.npy.NpyArray;
 import dev.memfit.io.npy.NpyHeader;
@@ -40,7 +40,8 @@ import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
 /**
- * Converts an {@code .h5ad} into a folder of shards, out of core: per shard, the cells x vocabulary genes as CSR
+ * Converts AnnData (an {@code .h5ad}, a {@code .zarr} folder or {@code .zarr.zip}, local or a store in a bucket) into
+ * a folder of shards, out of core: per shard, the cells x vocabulary genes as CSR
  * ({@code shard_NNNNNN.data.npy}, {@code .indices.npy}, {@code .indptr.npy}: see {@link ShardLayout#SPARSE}, the
  * default for a sparse X) or dense ({@code shard_NNNNNN.npy}), plus {@code shard_NNNNNN.parquet} (the
  * cells' {@code obs} columns, each with its type: see {@link CellTable}); and {@code shard_metadata.json} (layout, vocabulary, cells, and every file of every
@@ -124,14 +125,43 @@ public final class ShardWriter {
         private String layer = "X";
         private final Map<Path, String[]> sources = new java.util.HashMap<>();
         private ProgressListener progress = ProgressListener.console();
+        private dev.memfit.io.storage.Storage storage;
 
         private Builder() {
         }
 
         /**
+         * Reads the inputs that are zarr stores in a bucket ({@code s3:/bucket/atlas.zarr}) through an object cache the
+         * caller keeps open, chunk by chunk ({@link ShardPlan.Builder#optStorage}); give each one's version with
+         * {@link #optSource(Path, String, String, long)}.
+         *
+         * @param objects the storage, or null when every input is local
+         * @return this builder
+         */
+        public Builder optStorage(dev.memfit.io.storage.Storage objects) {
+            this.storage = objects;
+            return this;
+        }
+
+        /**
+         * Records an input read through {@link #optStorage} under its address and version
+         * ({@link ShardPlan.Builder#optSource(Path, String, String, long)}).
+         *
+         * @param input the store's path form
+         * @param address its address, such as {@code s3://bucket/atlas.zarr}
+         * @param version what identifies its contents
+         * @param bytes its bytes
+         * @return this builder
+         */
+        public Builder optSource(Path input, String address, String version, long bytes) {
+            sources.put(input, new String[]{address, version, Long.toString(bytes)});
+            return this;
+        }
+
+        /**
          * Sets the file to convert (required).
          *
-         * @param file an {@code .h5ad}
+         * @param file an {@code .h5ad}, a {@code .zarr} folder or a {@code .zarr.zip}
          * @return this builder
          */
         public Builder setInput(Path file) {
@@ -144,7 +174,7 @@ public final class ShardWriter {
          * cell, so a shard never holds cells of two files; the shards are numbered across the files. Without a
          * vocabulary, the shards hold the union of the files' genes, in the order they first appear.
          *
-         * @param files one or more {@code .h5ad}
+         * @param files one or more {@code .h5ad}, {@code .zarr} folders or {@code .zarr.zip}
          * @return this builder
          */
         public Builder setInputs(List<Path> files) {
@@ -247,7 +277,7 @@ public final class ShardWriter {
          */
         public Result write(Path outputDir) {
             if (inputs == null || inputs.isEmpty() || inputs.stream().anyMatch(java.util.Objects::isNull)) {
-                throw new MemfitException("setInput(file) is required (or setInputs(files)): the .h5ad to convert");
+                throw new MemfitException("setInput(file) is required (or setInputs(files)): the .h5ad or .zarr to convert");
             }
             if (outputDir == null) {
                 throw new MemfitException("write(outputDir) needs the folder to write the shards to");
@@ -265,7 +295,14 @@ public final class ShardWriter {
             }
             ShardPlan.Builder planned = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize)
                     .optVocabulary(vocabulary).optLayout(layout).optDType(dtype).optLayer(layer).optProgress(progress);
-            sources.forEach((input, named) -> planned.optSource(input, named[0], named[1]));
+            planned.optStorage(storage);
+            sources.forEach((input, named) -> {
+                if (named.length > 2) {
+                    planned.optSource(input, named[0], named[1], Long.parseLong(named[2]));
+                } else {
+                    planned.optSource(input, named[0], named[1]);
+                }
+            });
             return ShardWriter.write(inputs, outputDir, planned, progress);
         }
     }
@@ -365,7 +402,7 @@ public final class ShardWriter {
      *
      * @return the shard's files with their sizes and CRC32C, as the metadata lists them
      */
-    static ShardPlan.WrittenShard writeShard(Path input, Path outputDir, int shard, H5ad h5ad, GeneVocabulary genes,
+    static ShardPlan.WrittenShard writeShard(Path input, Path outputDir, int shard, AnnData h5ad, GeneVocabulary genes,
                                              int[] positions, ShardLayout layout, long first, long count,
                                              Map<String, FrameColumn> obs, String[] barcodes, Buffers buffers,
                                              ProgressListener.Task progress) {
@@ -462,7 +499,7 @@ public final class ShardWriter {
         long[] row;
         double[] rowValues;
 
-        Buffers(Arena arena, H5ad h5ad, long vocabularySize, ShardLayout layout, DType type) {
+        Buffers(Arena arena, AnnData h5ad, long vocabularySize, ShardLayout layout, DType type) {
             this.type = type;
             int valueBytes = type.byteSize();
             this.inputGenes = h5ad.variables();
@@ -490,7 +527,7 @@ public final class ShardWriter {
         }
     }
 
-    private static Path writeDense(Path npy, H5ad h5ad, GeneVocabulary genes, int[] positions, long first, long count,
+    private static Path writeDense(Path npy, AnnData h5ad, GeneVocabulary genes, int[] positions, long first, long count,
                                    Buffers buffers, ProgressListener.Task progress) {
         long vocabularySize = buffers.vocabularySize;
         MemorySegment rows = buffers.rows;
@@ -519,7 +556,7 @@ public final class ShardWriter {
      * for the most values the shard can hold (the input's stored values, or every cell x gene of a dense input),
      * extended sparsely so the unused end costs no disk, and cut to the values kept before they are committed.
      */
-    private static long writeSparse(Path input, Path outputDir, String name, H5ad h5ad, GeneVocabulary genes,
+    private static long writeSparse(Path input, Path outputDir, String name, AnnData h5ad, GeneVocabulary genes,
                                     int[] positions, long first, long count, Buffers buffers, ProgressListener.Task progress) {
         long capacity = h5ad.sparse() ? h5ad.storedValues(first, count) : Math.multiplyExact(count, buffers.vocabularySize);
         DType type = buffers.type;

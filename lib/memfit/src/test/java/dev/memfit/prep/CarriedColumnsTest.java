@@ -4,7 +4,7 @@ import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
 import dev.memfit.ProgressListener;
 import dev.memfit.PythonPeer;
-import dev.memfit.io.hdf5.FrameColumn;
+import dev.memfit.io.anndata.FrameColumn;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.shard.CellTable;

@@ -2,7 +2,8 @@ package dev.memfit.spark;
 
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
-import dev.memfit.io.hdf5.H5ad;
+import dev.memfit.io.AnnDataFiles;
+import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.hdf5.H5adWriter;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.prep.GeneSums;
@@ -210,7 +211,7 @@ public final class SparkPreprocess {
         String file = settings.input.toAbsolutePath().toString();
         String layer = settings.layer;
         try (OutputLock lock = OutputLock.acquire(output);
-             H5ad h5ad = H5ad.builder().setFile(settings.input).optLayer(settings.layer).optProgress(settings.progress).open()) {
+             AnnData h5ad = AnnDataFiles.builder().setFile(settings.input).optLayer(settings.layer).optProgress(settings.progress).open()) {
             Preprocess.Pass pass = pass(Path.of(file), h5ad, settings);
             pass.checkInput();   // as Preprocess: a column the output cannot carry is refused before any pass
             long blockRows = pass.blockRows();
@@ -232,7 +233,7 @@ public final class SparkPreprocess {
                         h5ad.observations(), "cells")) {
                     try {
                         partial = context.parallelize(ranges, Math.max(1, ranges.size())).map(range -> {
-                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
+                            try (AnnData reader = AnnDataFiles.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
                                  ProgressListener.Task silent = ProgressListener.silent().start("sums", 1, "cells")) {
                                 return Preprocess.pass(Path.of(file), reader, targetSum).optBlockRows(blockRows)
                                         .sums(range * span, span, silent);
@@ -260,7 +261,7 @@ public final class SparkPreprocess {
                         parts = context.parallelize(ranges, Math.max(1, ranges.size())).map(range -> {
                             Path part = Path.of(folder, String.format("part-%06d", range));
                             Path writing = Path.of(folder, String.format(".part-%06d.writing", range));
-                            try (H5ad reader = H5ad.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
+                            try (AnnData reader = AnnDataFiles.builder().setFile(Path.of(file)).optLayer(layer).optProgress(ProgressListener.silent()).open();
                                  ObjectOutputStream out = new ObjectOutputStream(new BufferedOutputStream(Files.newOutputStream(writing), 1 << 20))) {
                                 Preprocess.pass(Path.of(file), reader, targetSum).optBlockRows(blockRows)
                                         .forEachSelected(range * span, span, keep, slice -> {
@@ -308,7 +309,7 @@ public final class SparkPreprocess {
         }
     }
 
-    private static Preprocess.Pass pass(Path file, H5ad h5ad, Builder settings) {
+    private static Preprocess.Pass pass(Path file, AnnData h5ad, Builder settings) {
         Preprocess.Pass pass = Preprocess.pass(file, h5ad, settings.targetSum);
         return settings.blockRows > 0 ? pass.optBlockRows(settings.blockRows) : pass;
     }

@@ -53,6 +53,7 @@ class SparkPreprocessTest {
                 a = ad.AnnData(sp.csr_matrix(x), obs=obs, var=pd.DataFrame(index=['gene%d' % j for j in range(g)]))
                 a.write_h5ad(folder + '/raw.h5ad')
                 a.write_h5ad(folder + '/raw-gz.h5ad', compression='gzip')
+                a.write_zarr(folder + '/raw.zarr')
                 print('ok')
                 """, dir));
         plain = dir.resolve("raw.h5ad");
@@ -123,6 +124,18 @@ class SparkPreprocessTest {
                 print('ok')
                 """, Stream.concat(Stream.of(plain.toString()), outputs.stream()).toArray()));
         assertEquals(List.of(), leftovers(), "no staging folder or part file left");
+    }
+
+    @Test
+    void aZarrStoreGivesTheH5adsFileByteForByte() {
+        Path single = dir.resolve("single-from-h5ad.h5ad");
+        Path distributed = dir.resolve("spark-from-zarr.h5ad");
+        Preprocess.builder().setInput(plain).optHighlyVariable(20).optBlockRows(32).optProgress(ProgressListener.silent())
+                .run(single);
+        Preprocess.Result result = SparkPreprocess.builder().setInput(dir.resolve("raw.zarr")).optHighlyVariable(20)
+                .optBlockRows(32).optSession(spark).optProgress(ProgressListener.silent()).run(distributed);
+        assertEquals(500, result.cells());
+        assertEquals(-1L, mismatch(single, distributed), "the same file, byte for byte");
     }
 
     @Test

@@ -65,6 +65,7 @@ class SparkShardsTest {
                     a = ad.AnnData(sp.csr_matrix(x), obs=obs, var=pd.DataFrame(index=genes))
                     a.write_h5ad('%s/atlas-%d.h5ad' % (folder, i))
                     a.write_h5ad('%s/atlas-gz-%d.h5ad' % (folder, i), compression='gzip')
+                    a.write_zarr('%s/atlas-%d.zarr' % (folder, i))
                     back = ad.read_h5ad('%s/atlas-gz-%d.h5ad' % (folder, i))
                     np.save('%s/rows-%d.npy' % (folder, i), back.X.toarray())
                 print('ok')
@@ -132,6 +133,28 @@ class SparkShardsTest {
                 assertSameFiles(single, other);
             }
         }
+    }
+
+    @Test
+    void zarrStoresGiveTheSingleProcessFolderAndTheH5adsShardsByteForByte() {
+        List<Path> stores = List.of(dir.resolve("atlas-0.zarr"), dir.resolve("atlas-1.zarr"), dir.resolve("atlas-2.zarr"));
+        Path single = dir.resolve("single-zarr");
+        Path distributed = dir.resolve("spark-zarr");
+        ShardWriter.builder().setInputs(stores).optShardSize(20).optProgress(ProgressListener.silent()).write(single);
+        SparkShards.Result result = SparkShards.builder().setInputs(stores).optShardSize(20).optSession(spark)
+                .optProgress(ProgressListener.silent()).write(distributed);
+        assertEquals(9, result.shards());
+        assertSameFiles(single, distributed);
+        ShardStore.validate(distributed);
+        // and the shards of the same AnnData written as .h5ad (the metadata names other sources)
+        Path fromH5ad = dir.resolve("single-zarr-twins-h5ad");
+        ShardWriter.builder().setInputs(plain).optShardSize(20).optProgress(ProgressListener.silent()).write(fromH5ad);
+        Map<String, byte[]> want = files(fromH5ad);
+        Map<String, byte[]> got = files(distributed);
+        want.remove(ShardWriter.METADATA);
+        got.remove(ShardWriter.METADATA);
+        assertEquals(want.keySet(), got.keySet());
+        want.forEach((name, bytes) -> assertArrayEquals(bytes, got.get(name), name));
     }
 
     @Test

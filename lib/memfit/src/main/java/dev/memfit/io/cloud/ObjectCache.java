@@ -368,6 +368,17 @@ public final class ObjectCache implements Storage {
         return opened.computeIfAbsent(uri, store::head);
     }
 
+    /**
+     * Lists the objects under a prefix, asking the server (one request a page): what a zarr store in a bucket holds,
+     * with each object's size and ETag.
+     *
+     * @param prefix the bucket and key prefix, such as {@code s3://bucket/atlas.zarr/}
+     * @return every object under it, in key order
+     */
+    public java.util.List<ObjectInfo> list(ObjectUri prefix) {
+        return store.list(prefix);
+    }
+
     /** Forgets the versions pinned by {@link #open}, so that the next reads see what the server has now. */
     public void refresh() {
         opened.clear();

@@ -15,6 +15,11 @@ import io.jhdf.object.datatype.FixedPoint;
 import io.jhdf.object.datatype.FloatingPoint;
 import dev.memfit.NativeMemory;
 import dev.memfit.ProgressListener;
+import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.anndata.AnnDataColumns;
+import dev.memfit.io.anndata.CscTranspose;
+import dev.memfit.io.anndata.FrameColumn;
+import dev.memfit.io.anndata.SharedTranspose;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -65,8 +70,11 @@ import java.util.Map;
  * (8 bytes per gene), and is transposed to CSR out of core when rows are first read ({@link #prepareRows}): see
  * {@link Builder} for the scratch folder, the memory budget and the progress bar. Everything else (shape,
  * {@code obs}, {@code var}, {@link #storedValues}, {@link #sum}) is read without transposing.
+ *
+ * <p>This is the {@code .h5ad} reader of {@link AnnData}; {@code dev.memfit.io.AnnDataFiles} opens it or the zarr
+ * one from what a path is.
  */
-public final class H5ad implements AutoCloseable {
+public final class H5ad implements AnnData {
 
     /** The platform's float32 and int32, at any alignment: what {@link #readCsr} writes. */
     private static final ValueLayout.OfFloat FLOAT_NATIVE = ValueLayout.JAVA_FLOAT_UNALIGNED;
@@ -90,16 +98,6 @@ public final class H5ad implements AutoCloseable {
     private String layer = "X";
     /** The dataframe of its columns: {@code var}, or {@code raw/var} for {@code raw/X}. */
     private String varFrame = "var";
-
-    /** How X is stored. */
-    public enum Layout {
-        /** Compressed sparse rows ({@code csr_matrix}): cells are read straight from the file. */
-        CSR,
-        /** Compressed sparse columns ({@code csc_matrix}): transposed to CSR out of core before rows are read. */
-        CSC,
-        /** A two-dimensional dataset. */
-        DENSE
-    }
 
     /** A CSC X: its column pointers, the shared transpose and how to make it. */
     private record Csc(long[] columnPointers, SharedTranspose shared, Path scratch, long budget, ProgressListener listener) {
@@ -227,15 +225,8 @@ public final class H5ad implements AutoCloseable {
             if (progress == null) {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
-            long bytes = budget < 0 ? CscTranspose.configuredBudget() : budget;
-            if (bytes < 192) {
-                throw new MemfitException("optTransposeBudget(" + bytes + "): give at least 192 bytes (256 MiB by default)");
-            }
-            if (layer == null || layer.isBlank()) {
-                throw new MemfitException("optLayer(" + (layer == null ? "null" : "\"\"") + "): give X, raw/X or a layer's "
-                        + "name; leave it out for X");
-            }
-            H5ad h5ad = H5ad.open(file, matrixPath(layer), scratch == null ? CscTranspose.defaultScratch() : scratch,
+            long bytes = AnnData.checkSettings(layer, budget);
+            H5ad h5ad = H5ad.open(file, AnnData.matrixPath(layer), scratch == null ? CscTranspose.defaultScratch() : scratch,
                     bytes, progress);
             try {
                 h5ad.checkFrame("obs", h5ad.observations, "n_obs");
@@ -294,19 +285,6 @@ public final class H5ad implements AutoCloseable {
         } catch (io.jhdf.exceptions.HdfException e) {
             throw new InvalidFileException(file, -1, "a readable /" + frame + " dataframe", e.getMessage(), e);
         }
-    }
-
-    /** The path in the file of the matrix a layer setting names: X, raw/X, or under layers/. */
-    static String matrixPath(String layer) {
-        String name = layer.strip();
-        if (name.startsWith("/")) {
-            name = name.substring(1);
-        }
-        return switch (name) {
-            case "X" -> "X";
-            case "raw", "raw/X" -> "raw/X";
-            default -> name.startsWith("layers/") ? name : "layers/" + name;
-        };
     }
 
     /**
@@ -375,6 +353,16 @@ public final class H5ad implements AutoCloseable {
      */
     public String layer() {
         return layer;
+    }
+
+    @Override
+    public Path location() {
+        return file;
+    }
+
+    @Override
+    public String format() {
+        return "AnnData .h5ad";
     }
 
     private static H5ad open(Path file, String matrix, Path scratch, long budget, ProgressListener listener) {
@@ -1029,19 +1017,6 @@ public final class H5ad implements AutoCloseable {
                           ValueLayout.OfLong longLayout) {
     }
 
-    /** Receives consecutive rows of X as dense float32. */
-    @FunctionalInterface
-    public interface RowsConsumer {
-        /**
-         * Handles rows.
-         *
-         * @param first the index of the first row
-         * @param count the number of rows
-         * @param rows {@code count x n_vars} float32 values, valid during the call
-         */
-        void accept(long first, int count, MemorySegment rows);
-    }
-
     /**
      * One pass over X in chunks of about 16 MB of dense rows: memory stays at one chunk whatever the file size. For
      * a chunked dense X the chunks are whole bands of its HDF5 chunks (while a band is at most 64 MB), so each HDF5
@@ -1182,16 +1157,6 @@ public final class H5ad implements AutoCloseable {
         }
         return totals;
     }
-
-    /**
-     * The sum and the non-zero count of X.
-     *
-     * @param sum the float64 sum of every value
-     * @param nonZeroValues how many values are not zero (for CSR, stored entries that are not explicit zeros)
-     */
-    public record Totals(double sum, long nonZeroValues) {
-    }
-
 
     /**
      * How the chunk cache of this file has done since it was opened: chunk reads served from the cache (hits),
@@ -1380,21 +1345,12 @@ public final class H5ad implements AutoCloseable {
         String path = "/" + frame + "/" + name;
         FrameColumn values = Hdf5.read(file, path, () -> readColumn(group, path, name));
         long expected = "obs".equals(frame) ? observations : "var".equals(frame) ? variables : -1;
-        int length = values.size();
-        if (expected >= 0 && length != expected) {
-            String size = "obs".equals(frame) ? "n_obs" : "n_vars";
-            throw new InvalidFileException(file, -1, path + " of " + expected + " values (" + size + ", from X)",
-                    length + " values; the dataframe and X disagree: write the file again with anndata");
-        }
+        AnnDataColumns.checkLength(file, path, frame, expected, values.size());
         return values;
     }
 
-    /** What memfit carries, for the messages that refuse a column. */
-    private static final String CARRIED = "a column anndata writes (integers, float32, float64, bool or strings as a 1-D "
-            + "array or string-array; categorical; nullable-integer; nullable-boolean)";
-
-    /** The advice that ends a refusal. */
-    private static final String CONVERT = "; convert or drop that column in anndata and write the file again";
+    private static final String CARRIED = AnnDataColumns.CARRIED;
+    private static final String CONVERT = AnnDataColumns.CONVERT;
 
     private FrameColumn readColumn(Group group, String path, String name) {
         Node node = group.getChildren().get(name);
@@ -1573,23 +1529,7 @@ public final class H5ad implements AutoCloseable {
     }
 
     private FrameColumn categorical(String path, FrameColumn codes, FrameColumn categories, boolean ordered) {
-        if (!(codes instanceof FrameColumn.Numbers numbers) || !numbers.isInteger() || numbers.isUnsigned()) {
-            throw new InvalidFileException(file, -1, "signed integer codes of the categorical " + path,
-                    codes.typeName() + CONVERT);
-        }
-        if (!(categories instanceof FrameColumn.Strings) && !(categories instanceof FrameColumn.Numbers)) {
-            throw new InvalidFileException(file, -1, "string or numeric categories of the categorical " + path,
-                    categories.typeName() + " categories" + CONVERT);
-        }
-        for (int i = 0; i < numbers.size(); i++) {
-            long code = numbers.longAt(i);
-            if (code < -1 || code >= categories.size()) {
-                throw new InvalidFileException(file, -1, "codes of the categorical " + path + " in [-1, " + categories.size()
-                        + ") (" + categories.size() + " categories, -1 for missing)", "code " + code + " at row " + i
-                        + "; the file is damaged or was not written by anndata: write it again");
-            }
-        }
-        return new FrameColumn.Categorical(numbers, categories, ordered);
+        return AnnDataColumns.categorical(file, path, codes, categories, ordered);
     }
 
     /** A nullable column ({@code values} and an optional {@code mask}, true where missing). */
@@ -1601,25 +1541,14 @@ public final class H5ad implements AutoCloseable {
                     "a group holding " + children.keySet());
         }
         FrameColumn values = array(valueSet, path + "/values");
-        boolean fits = bools ? values instanceof FrameColumn.Bools
-                : values instanceof FrameColumn.Numbers numbers && numbers.isInteger();
-        if (!fits) {
-            throw new InvalidFileException(file, -1, (bools ? "bool" : "integer") + " values of the " + kind + " column " + path,
-                    values.typeName() + CONVERT);
-        }
-        boolean[] mask = null;
+        FrameColumn mask = null;
         if (children.get("mask") != null) {
-            if (!(children.get("mask") instanceof Dataset maskSet)
-                    || !(array(maskSet, path + "/mask") instanceof FrameColumn.Bools flags)) {
+            if (!(children.get("mask") instanceof Dataset maskSet)) {
                 throw new InvalidFileException(file, -1, "a bool mask in " + path + "/mask", "something else" + CONVERT);
             }
-            if (flags.size() != values.size()) {
-                throw new InvalidFileException(file, -1, path + "/mask as long as its values (" + values.size() + ")",
-                        flags.size() + " entries");
-            }
-            mask = flags.values();
+            mask = array(maskSet, path + "/mask");
         }
-        return new FrameColumn.Nullable(values, mask);
+        return AnnDataColumns.nullable(file, path, values, mask, bools);
     }
 
     /** An attribute that h5py wrote from a Python or numpy bool (an enum, read as "TRUE"/"FALSE"), or a number. */

@@ -1,9 +1,11 @@
 package dev.memfit.io.hdf5;
 
 import dev.memfit.DType;
+import dev.memfit.io.anndata.FrameColumn;
 import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.OutputLock;
 import dev.memfit.io.storage.TempFiles;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;

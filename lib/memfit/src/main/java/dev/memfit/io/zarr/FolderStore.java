@@ -21,6 +21,8 @@ final class FolderStore implements ZarrStore {
     private final Storage storage;
     private final Path root;
     private final boolean ownsStorage;
+    /** Whether each metadata key asked about exists. */
+    private final java.util.Map<String, Boolean> known = new java.util.concurrent.ConcurrentHashMap<>();
 
     FolderStore(Storage storage, Path root, boolean ownsStorage) {
         this.storage = storage;
@@ -45,7 +47,38 @@ final class FolderStore implements ZarrStore {
 
     @Override
     public boolean contains(String key) {
-        return storage.exists(root.resolve(key));
+        if (!isMetadata(key)) {
+            return storage.exists(root.resolve(key));
+        }
+        // metadata keys are asked for again and again while a store is read (and each question is a request in a
+        // bucket): the answer is kept, absent keys included, as the store is read, never written
+        return known.computeIfAbsent(key, k -> storage.exists(root.resolve(k)));
+    }
+
+    private static boolean isMetadata(String key) {
+        return key.endsWith(".zarray") || key.endsWith(".zgroup") || key.endsWith(".zattrs") || key.endsWith(".zmetadata");
+    }
+
+    @Override
+    public long size(String key) {
+        Path file = root.resolve(key);
+        return storage.exists(file) ? storage.size(file) : -1;
+    }
+
+    @Override
+    public long bytes() {
+        if (root.getFileSystem() != java.nio.file.FileSystems.getDefault() || !Files.isDirectory(root)) {
+            return -1;
+        }
+        try (Stream<Path> files = Files.walk(root)) {
+            long total = 0;
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                total += Files.size(file);
+            }
+            return total;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the sizes of the files under " + root, e);
+        }
     }
 
     @Override

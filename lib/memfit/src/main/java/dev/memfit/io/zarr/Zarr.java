@@ -127,7 +127,7 @@ public final class Zarr implements AutoCloseable {
         return open(storage, path, cacheBytes, false);
     }
 
-    private static Zarr open(Storage storage, Path path, long cacheBytes, boolean ownsStorage) {
+    static Zarr open(Storage storage, Path path, long cacheBytes, boolean ownsStorage) {
         if (cacheBytes < 0) {
             throw new MemfitException("Zarr.open: the chunk cache bound must be >= 0 bytes, got " + cacheBytes);
         }
@@ -289,6 +289,15 @@ public final class Zarr implements AutoCloseable {
         return cache.usedBytes();
     }
 
+    /**
+     * The bytes the store takes on its storage: a local folder's files, or an archive's size.
+     *
+     * @return bytes, or -1 for a folder in a bucket (its keys are not listed)
+     */
+    public long bytes() {
+        return store.bytes();
+    }
+
     @Override
     public String toString() {
         return "zarr " + store;
@@ -301,6 +310,11 @@ public final class Zarr implements AutoCloseable {
     }
 
     // ---- for arrays
+
+    /** Where a key lives, for messages: the file, or the archive and its entry. */
+    Path location(String key) {
+        return store.location(normalize(key));
+    }
 
     ZarrStore store() {
         return store;

@@ -244,6 +244,30 @@ public final class ZarrArray {
         return compressor == null ? "none" : compressor.describe();
     }
 
+    /**
+     * The bytes of the array's chunks as they lie in the store (compressed), asking the store for each chunk's size
+     * (in a bucket, a request per chunk not asked about before); chunks left out (fill value) count 0.
+     *
+     * @return bytes
+     */
+    public long storedBytes() {
+        long total = 0;
+        long chunksInAll = 1;
+        for (long g : grid) {
+            chunksInAll = Math.multiplyExact(chunksInAll, g);
+        }
+        long[] coords = new long[grid.length];
+        for (long c = 0; c < chunksInAll; c++) {
+            long rest = c;
+            for (int d = grid.length - 1; d >= 0; d--) {
+                coords[d] = rest % grid[d];
+                rest /= grid[d];
+            }
+            total += Math.max(0, owner.store().size(chunkKey(coords)));
+        }
+        return total;
+    }
+
     @Override
     public String toString() {
         return (path.isEmpty() ? "/" : path) + " " + dtype + " " + Arrays.toString(shape) + " chunks "

@@ -27,6 +27,21 @@ sealed interface ZarrStore extends AutoCloseable permits FolderStore, ZipStore {
     boolean contains(String key);
 
     /**
+     * The stored size of a key (compressed, as it lies in the store), without reading it.
+     *
+     * @param key the key
+     * @return bytes, or -1 when the store has no such key
+     */
+    long size(String key);
+
+    /**
+     * The bytes the whole store takes: a local folder's files, an archive's size.
+     *
+     * @return bytes, or -1 when unknown without a listing (a folder in a bucket)
+     */
+    long bytes();
+
+    /**
      * The names directly under a prefix (a group's arrays, groups and metadata files), sorted.
      *
      * @param prefix a group's key, "" for the root

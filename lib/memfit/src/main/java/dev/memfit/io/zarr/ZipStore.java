@@ -191,6 +191,17 @@ final class ZipStore implements ZarrStore {
     }
 
     @Override
+    public long size(String key) {
+        Integer entry = index.get(key);
+        return entry == null ? -1 : compressedSizes[entry];
+    }
+
+    @Override
+    public long bytes() {
+        return storage.size(zip);
+    }
+
+    @Override
     public List<String> list(String prefix) {
         String start = prefix.isEmpty() ? "" : prefix.endsWith("/") ? prefix : prefix + "/";
         TreeSet<String> names = new TreeSet<>();

@@ -1,7 +1,9 @@
 /**
  * Zarr v2: AnnData {@code .zarr} stores (and {@code .zarr.zip} archives) read by element and row ranges
  * ({@link dev.memfit.io.zarr.Zarr} opens a store, {@link dev.memfit.io.zarr.ZarrArray} reads an array), as
- * zarr-python 2 and anndata 0.8 write them with their default Blosc compressor.
+ * zarr-python 2 and anndata 0.8 write them with their default Blosc compressor; {@link dev.memfit.io.zarr.ZarrAnnData}
+ * reads the AnnData object in a store as {@code io.hdf5.H5ad} reads an {@code .h5ad} (both are
+ * {@link dev.memfit.io.anndata.AnnData}s), finding its arrays by anndata's layout rather than by listing keys.
  *
  * <p><b>Why a reader of its own.</b> No maintained Java zarr library is on Maven Central (zarr-java is not served,
  * jzarr needs a repository outside it), and the format is small: JSON metadata beside one file per chunk.

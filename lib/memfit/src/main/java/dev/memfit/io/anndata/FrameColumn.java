@@ -1,4 +1,4 @@
-package dev.memfit.io.hdf5;
+package dev.memfit.io.anndata;
 
 import dev.memfit.DType;
 
@@ -8,9 +8,9 @@ import java.util.TreeSet;
 
 /**
  * One column of an AnnData dataframe ({@code obs} or {@code var}) with its type, as anndata stores it: what memfit
- * carries from one file to another without changing a value or a type. {@link H5ad#frameColumns} reads them,
- * {@link H5adWriter#obs(String, FrameColumn)} writes them, {@link #subset} keeps some rows (the selected genes of a
- * preprocessing run, the cells of a shard).
+ * carries from one file to another without changing a value or a type. {@link AnnData#frameColumns} reads them
+ * (from an {@code .h5ad} or a {@code .zarr} store alike), {@code H5adWriter.obs(String, FrameColumn)} writes them,
+ * {@link #subset} keeps some rows (the selected genes of a preprocessing run, the cells of a shard).
  *
  * <p>The kinds are those of pandas columns anndata writes: {@link Numbers} (numpy's signed and unsigned integers of
  * every width, float32, float64), {@link Bools}, {@link Strings}, {@link Categorical} (codes of a given width into
@@ -64,7 +64,7 @@ public sealed interface FrameColumn permits FrameColumn.Numbers, FrameColumn.Boo
      * The values as labels, for those who read a column as numbers or names (lossy: integers become float64):
      * a {@code String[]} for strings, categoricals (the category of each row, {@code null} when missing, numeric
      * categories as Java prints them) and nullable booleans ("True", "False" or {@code null}), a {@code boolean[]} for
-     * booleans, a {@code double[]} for numbers and nullable integers (NaN when missing). {@link H5ad#columns} returns
+     * booleans, a {@code double[]} for numbers and nullable integers (NaN when missing). {@link AnnData#columns} returns
      * these; carry the column itself to keep its type.
      *
      * @return the label view

@@ -1,4 +1,4 @@
-package dev.memfit.io.hdf5;
+package dev.memfit.io.anndata;
 
 import dev.memfit.DType;
 import dev.memfit.InvalidFileException;
@@ -23,7 +23,7 @@ import java.nio.file.StandardOpenOption;
 
 /**
  * The out-of-core transpose of a CSC matrix (anndata's {@code csc_matrix} X) into CSR rows, with bounded memory: what
- * lets {@link H5ad} read cells of a file whose X is stored gene by gene.
+ * lets an {@link AnnData} reader ({@code .h5ad} or {@code .zarr}) read cells of a store whose X is stored gene by gene.
  *
  * <p>Three sequential passes over the stored values, reported to a {@link ProgressListener} as one task,
  * "Transposing X (CSC to CSR)", in stored values:
@@ -47,10 +47,10 @@ import java.nio.file.StandardOpenOption;
  * its values exactly) and {@code columns.i32}, written under temporary names, renamed when complete, and mapped
  * read-only.
  */
-final class CscTranspose {
+public final class CscTranspose {
 
     /** The default memory budget of a transpose: 256 MiB. */
-    static final long DEFAULT_BUDGET = 256L << 20;
+    public static final long DEFAULT_BUDGET = 256L << 20;
 
     /** Stored values read at once from the CSC arrays. */
     private static final int BLOCK = 1 << 20;
@@ -62,7 +62,7 @@ final class CscTranspose {
     private static final int MIN_BUFFER_ENTRIES = 256;
 
     /** The CSC arrays of X, read by ranges of stored values. */
-    interface Source {
+    public interface Source {
         /**
          * Row indices of stored values {@code [start, start + n)}.
          *
@@ -99,7 +99,7 @@ final class CscTranspose {
      *                in a column of the CSC gives two neighbouring entries of that column, which readers sum)
      * @param valueType {@code FLOAT32} or {@code FLOAT64}: the type of {@code values}
      */
-    record Rows(long[] rowPointers, MemorySegment values, MemorySegment columns, DType valueType) {
+    public record Rows(long[] rowPointers, MemorySegment values, MemorySegment columns, DType valueType) {
     }
 
     private final Path file;
@@ -115,14 +115,14 @@ final class CscTranspose {
     /**
      * A transpose of a checked CSC X.
      *
-     * @param file the {@code .h5ad}, for messages
+     * @param file the {@code .h5ad} or zarr store, for messages
      * @param source its {@code X/indices} (row indices) and {@code X/data}
      * @param columnPointers {@code X/indptr}: {@code n_vars + 1} monotone pointers from 0 to the number of values
      * @param observations n_obs
      * @param budget the memory budget in bytes
      * @param valueType {@code FLOAT32}, or {@code FLOAT64} to keep a float64 X's values exactly
      */
-    CscTranspose(Path file, Source source, long[] columnPointers, long observations, long budget, DType valueType) {
+    public CscTranspose(Path file, Source source, long[] columnPointers, long observations, long budget, DType valueType) {
         if (valueType != DType.FLOAT32 && valueType != DType.FLOAT64) {
             throw new IllegalArgumentException("a transpose holds FLOAT32 or FLOAT64 values, not " + valueType);
         }
@@ -144,7 +144,7 @@ final class CscTranspose {
      *
      * @return bytes
      */
-    static long configuredBudget() {
+    public static long configuredBudget() {
         return Long.parseLong(Params.string("transpose.budget", Long.toString(DEFAULT_BUDGET)).replace("_", "").trim());
     }
 
@@ -154,7 +154,7 @@ final class CscTranspose {
      *
      * @return the folder
      */
-    static Path defaultScratch() {
+    public static Path defaultScratch() {
         return Path.of(Params.string("scratch", System.getProperty("java.io.tmpdir")));
     }
 
@@ -168,7 +168,7 @@ final class CscTranspose {
      * @return the CSR rows
      * @throws InvalidFileException when a row index lies outside {@code [0, n_obs)}
      */
-    Rows run(Path folder, Arena arena, ProgressListener listener) {
+    public Rows run(Path folder, Arena arena, ProgressListener listener) {
         long nnz = columnPointers[columnPointers.length - 1];
         try {
             Files.createDirectories(folder);
@@ -437,7 +437,7 @@ final class CscTranspose {
      *
      * @param folder the folder given to {@link #run}
      */
-    static void delete(Path folder) {
+    public static void delete(Path folder) {
         try {
             Folders.deleteTree(folder);
         } catch (IOException e) {

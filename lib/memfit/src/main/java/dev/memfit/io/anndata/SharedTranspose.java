@@ -1,4 +1,4 @@
-package dev.memfit.io.hdf5;
+package dev.memfit.io.anndata;
 
 import dev.memfit.NativeMemory;
 import dev.memfit.ProgressListener;
@@ -9,23 +9,23 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.FileTime;
 import java.util.HashMap;
 import java.util.Map;
 
 /**
- * The CSR transpose of one CSC file, shared by every {@link H5ad} open on it in this process (a stream opens one
- * reader per thread; they transpose once between them), made when rows are first read and deleted when the last of
- * them closes. Keyed by the file's real path, size and modification time: a file rewritten in place is transposed
- * again. Nothing is kept across processes.
+ * The CSR transpose of one CSC matrix, shared by every {@link AnnData} reader open on it in this process (a stream
+ * opens one reader per thread; they transpose once between them), made when rows are first read and deleted when the
+ * last of them closes. Keyed by what identifies the store and the matrix: for a local file or folder its real path,
+ * size and modification time (a file rewritten in place is transposed again), for a store in a bucket its address.
+ * Nothing is kept across processes.
  *
  * <p>The transposed files are unlinked as soon as they are mapped where the system allows it (Linux, macOS): the
  * disk space comes back when the mapping goes, and nothing is left behind by a process that dies; elsewhere they are
  * deleted at the last close.
  */
-final class SharedTranspose {
+public final class SharedTranspose {
 
-    private record Key(Path file, String matrix, long size, FileTime modified) {
+    private record Key(String store, String matrix) {
     }
 
     private static final Map<Key, SharedTranspose> OPEN = new HashMap<>();
@@ -42,20 +42,32 @@ final class SharedTranspose {
     }
 
     /**
-     * The transpose of a file, to be released by each caller.
+     * The transpose of a matrix of a local file or folder, to be released by each caller.
      *
-     * @param file the {@code .h5ad}
+     * @param file the {@code .h5ad}, {@code .zarr} folder or {@code .zarr.zip}
      * @param matrix the CSC matrix in it, such as {@code X} or {@code layers/counts}
      * @return the shared entry
      */
-    static SharedTranspose acquire(Path file, String matrix) {
-        Key key;
+    public static SharedTranspose acquire(Path file, String matrix) {
         try {
             BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
-            key = new Key(file.toRealPath(), matrix, attributes.size(), attributes.lastModifiedTime());
+            return acquire(file.toRealPath() + " (" + attributes.size() + " bytes, modified " + attributes.lastModifiedTime()
+                    + ")", matrix);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read the attributes of " + file, e);
         }
+    }
+
+    /**
+     * The transpose of a matrix of a store named by a text that identifies its contents (such as a bucket address),
+     * to be released by each caller.
+     *
+     * @param store what identifies the store and its version
+     * @param matrix the CSC matrix in it
+     * @return the shared entry
+     */
+    public static SharedTranspose acquire(String store, String matrix) {
+        Key key = new Key(store, matrix);
         synchronized (OPEN) {
             SharedTranspose entry = OPEN.computeIfAbsent(key, SharedTranspose::new);
             entry.users++;
@@ -68,7 +80,7 @@ final class SharedTranspose {
      *
      * @return the rows, or null
      */
-    CscTranspose.Rows ready() {
+    public CscTranspose.Rows ready() {
         return rows;
     }
 
@@ -80,7 +92,7 @@ final class SharedTranspose {
      * @param listener where the first caller's progress goes
      * @return the rows, valid until the last {@link #release}
      */
-    CscTranspose.Rows rows(CscTranspose transpose, Path scratch, ProgressListener listener) {
+    public CscTranspose.Rows rows(CscTranspose transpose, Path scratch, ProgressListener listener) {
         CscTranspose.Rows done = rows;
         if (done != null) {
             return done;
@@ -120,7 +132,7 @@ final class SharedTranspose {
     }
 
     /** Gives up one caller's use; the last one unmaps and deletes the transpose. */
-    void release() {
+    public void release() {
         synchronized (OPEN) {
             if (--users > 0) {
                 return;
