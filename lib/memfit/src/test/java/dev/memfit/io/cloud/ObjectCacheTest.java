@@ -432,6 +432,107 @@ class ObjectCacheTest {
         }
     }
 
+    /** How a pass reads an object in file order. */
+    enum Pass {
+        /** Reads of 3 blocks and a bit, each spanning 4 or 5 blocks, nothing announced ({@code inspect}'s sum). */
+        LARGE_READS,
+        /** Reads of 100 kB, nothing announced (a reader of a format, piece by piece). */
+        SMALL_READS,
+        /** Runs of 40 kB, each announced eight runs before it is read (a loader in file order, one thread). */
+        ANNOUNCED_RUNS,
+        /** The same runs on 3 threads, each announced as its read starts (a lazy loader with two batches prefetched). */
+        ANNOUNCED_RUNS_ON_THREADS
+    }
+
+    /** Reads a whole object in file order through the cache, as {@code pass} says. */
+    private static byte[] pass(ObjectCache cache, ObjectUri uri, int size, Pass pass) throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment into = arena.allocate(size);
+            Path path = uri.toPath();
+            switch (pass) {
+                case LARGE_READS, SMALL_READS -> {
+                    int chunk = pass == Pass.LARGE_READS ? 3 * BLOCK + 10_000 : 100_000;
+                    for (long at = 0; at < size; at += chunk) {
+                        cache.read(path, at, into.asSlice(at, Math.min(chunk, size - at)));
+                    }
+                }
+                case ANNOUNCED_RUNS -> PassWorker.pass(cache, uri, size, into);
+                case ANNOUNCED_RUNS_ON_THREADS -> {
+                    int run = PassWorker.RUN;
+                    java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(3);
+                    List<Future<?>> reads = new ArrayList<>();
+                    try (ExecutorService threads = Executors.newFixedThreadPool(3)) {
+                        for (long at = 0; at < size; at += run) {
+                            long from = at;
+                            long length = Math.min(run, size - at);
+                            inFlight.acquire();
+                            reads.add(threads.submit(() -> {
+                                try {
+                                    cache.willRead(path, from, length);
+                                    cache.read(path, from, into.asSlice(from, length));
+                                } finally {
+                                    inFlight.release();
+                                }
+                                return null;
+                            }));
+                        }
+                        for (Future<?> read : reads) {
+                            read.get();
+                        }
+                    }
+                }
+            }
+            return into.toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    @Test
+    void aPassInFileOrderDownloadsEachBlockOnceWithALimitOfAFewBlocks() throws Exception {
+        byte[] object = new byte[7 * BLOCK + 54_321];
+        new Random(25).nextBytes(object);
+        server.put(BUCKET, "pass.bin", object);
+        List<String> failures = new ArrayList<>();
+        for (double blocks : new double[] {1.5, 3, 5}) {
+            long limit = (long) (blocks * blockOnDisk());
+            for (Pass pass : Pass.values()) {
+                if (pass == Pass.ANNOUNCED_RUNS_ON_THREADS && blocks < 2) {
+                    continue; // three readers in two blocks at once: a cache of one block cannot hold them
+                }
+                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                        .setFolder(folder.resolve(pass + "-" + blocks)).optBlockBytes(BLOCK).optLimitBytes(limit)
+                        .build()) {
+                    assertArrayEquals(object, pass(cache, uri("pass.bin"), object.length, pass), pass + " " + blocks);
+                    CacheStatistics statistics = cache.statistics();
+                    if (statistics.bytesDownloaded() != object.length) {
+                        failures.add(pass + " with a limit of " + blocks + " blocks: "
+                                + String.format("%.2f", statistics.bytesDownloaded() / (double) object.length)
+                                + " times the object (" + statistics + ")");
+                    }
+                    assertTrue(cache.usedBytes() <= limit, pass + " " + blocks + ": " + cache.usedBytes() + " > " + limit);
+                }
+            }
+        }
+        assertEquals(List.of(), failures, "each block downloaded once");
+    }
+
+    @Test
+    void aLimitOfOneBlockFetchesNothingAheadAndASmallerOneIsRefusedNamingTheMinimum() {
+        MemfitException refused = assertThrows(MemfitException.class, () -> ObjectCache.builder()
+                .setStore(server.store(server.endpoint()).build()).setFolder(folder).optBlockBytes(BLOCK)
+                .optLimitBytes(BLOCK).build());
+        assertTrue(refused.getMessage().contains(Long.toString(blockOnDisk())) && refused.getMessage().contains(
+                Long.toString(2 * blockOnDisk())), refused.getMessage());
+        try (ObjectCache one = cache(blockOnDisk() + blockOnDisk() / 2); ObjectCache two = cache(2 * blockOnDisk())) {
+            assertTrue(one.describe().contains("no read-ahead"), one.describe());
+            assertTrue(two.describe().contains("read-ahead up to 1 blocks"), two.describe());
+            // an announcement changes nothing in a cache of one block: the read fetches its block
+            one.willRead(uri("single.bin").toPath(), HEAD_PAST, 10 * BLOCK);
+            assertEquals(0, one.statistics().requests() - 1, "the HEAD only");
+            assertArrayEquals(slice(single, HEAD_PAST, 100), read(one, uri("single.bin"), HEAD_PAST, 100));
+            assertEquals(BLOCK, one.statistics().bytesDownloaded());
+        }
+    }
+
     @Test
     void wrongCredentialsOrAMissingBucketOrKeyFailWithOneClearLine() {
         try (ObjectStore wrong = ObjectStore.builder().optEnvironment(java.util.Map.of()).optEndpoint(server.endpoint())
