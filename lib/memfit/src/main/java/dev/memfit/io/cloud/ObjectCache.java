@@ -128,6 +128,8 @@ public final class ObjectCache implements Storage {
     private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
     /** Reads announced ({@link #willRead}, and reads over several blocks), and the blocks protected and fetched ahead. */
     private final ReadAhead<Resolved> readAhead;
+    /** The per-block download locks of the folder, shared with the other caches and processes on it. */
+    private final FetchLocks fetchLocks;
     /** Full blocks (with their checksum tables) the limit holds. */
     private final long limitBlocks;
     /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
@@ -177,6 +179,7 @@ public final class ObjectCache implements Storage {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the cache folder " + folder, e);
         }
+        this.fetchLocks = FetchLocks.open(folder);
     }
 
     /** The bytes a full block takes in the folder: its data and its checksum table. */
@@ -807,11 +810,19 @@ public final class ObjectCache implements Storage {
         run(mine, info, entry, block, file);
     }
 
-    /** Downloads a block unless it is there now, completing {@code mine} (registered in {@link #inFlight}). */
+    /**
+     * Downloads a block unless it is there now, completing {@code mine} (registered in {@link #inFlight}). The
+     * download holds the block's lock in the folder ({@link FetchLocks}): a block another process or cache is
+     * downloading is waited for, then found in place, not downloaded again.
+     */
     private void run(CompletableFuture<Void> mine, ObjectInfo info, Path entry, long block, Path file) {
         try {
             if (!Files.exists(file)) {
-                download(info, entry, block, file);
+                try (FetchLocks.Held ignored = fetchLocks.lock(file)) {
+                    if (!Files.exists(file)) {
+                        download(info, entry, block, file);
+                    }
+                }
             }
             mine.complete(null);
         } catch (RuntimeException | Error e) {
@@ -1534,6 +1545,7 @@ public final class ObjectCache implements Storage {
         for (Path file : List.copyOf(handles.keySet())) {
             unmap(file, null);
         }
+        fetchLocks.close();
         store.close();
     }
 }
