@@ -160,6 +160,8 @@ public final class ObjectCache implements Storage {
      */
     private static final Map<Path, Integer> HELD = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The last eviction left the folder above the limit because of held files (see {@link #trimIfOverLimit}). */
+    private volatile boolean overLimit;
     /** Object versions whose head was read directly once ({@link #readDirect}). */
     private final Set<ObjectInfo> directHeads = ConcurrentHashMap.newKeySet();
 
@@ -839,7 +841,9 @@ public final class ObjectCache implements Storage {
     }
 
     private void unhold(Path file) {
-        HELD.computeIfPresent(file, (k, count) -> count == 1 ? null : count - 1);
+        if (HELD.computeIfPresent(file, (k, count) -> count == 1 ? null : count - 1) == null) {
+            trimIfOverLimit();
+        }
     }
 
     /** The read-ahead window's hold on blocks and its fetches, in the background. */
@@ -1004,6 +1008,7 @@ public final class ObjectCache implements Storage {
             total += file.bytes();
         }
         if (total + bytes <= limitBytes) {
+            overLimit = false;
             return;
         }
         files.sort(Comparator.comparingLong(Cached::lastUsed));
@@ -1021,6 +1026,23 @@ public final class ObjectCache implements Storage {
             // it, which returns the deleted file's disk space
             unmap(file.file(), null);
             total -= file.bytes();
+        }
+        // held files kept the folder above its limit: the release of a hold trims it again (trimIfOverLimit)
+        overLimit = total + bytes > limitBytes;
+    }
+
+    /**
+     * Brings the folder back under its limit after an insertion left it above because of held files, once a hold is
+     * released: the limit is exceeded only while files are held, never left exceeded after a pass.
+     */
+    private void trimIfOverLimit() {
+        if (!overLimit || closed.get()) {
+            return;
+        }
+        try {
+            withFolderLock(() -> evictFor(0, null));
+        } catch (IOException | UncheckedIOException e) {
+            // the next insertion evicts what it needs
         }
     }
 
