@@ -69,16 +69,32 @@ import java.util.zip.CRC32C;
  * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
  * {@code FOLDER/.lock}, so several processes (and several caches in one process) can share a folder. The cache holds
  * at most {@link Builder#optLimitBytes} bytes of finished blocks and staged objects: before a block is added, the least
- * recently used files are removed until it fits. Reads mark the blocks they use as recently used (their
- * modification time, which every process sees), a block at most once between two insertions of this cache.
+ * recently used files are removed until it fits, except files held by this JVM's caches (pinned, in a read-ahead
+ * window, or being fetched or mapped by a read), which may keep the folder above its limit until released. Reads mark
+ * the blocks they use as recently used (their modification time, which every process sees), a block at most once
+ * between two insertions of this cache.
+ *
+ * <p><b>One download per block.</b> Loaders announce the reads of a batch before reading it ({@link #willRead}), and
+ * a read over several blocks announces itself. Announced reads form a read-ahead window, in the order announced, of
+ * at most as many distinct blocks as the limit holds besides the block being read: those blocks are kept from eviction
+ * until their announced reads are done, and the missing ones are fetched in the background in that order, up to
+ * {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read, nor
+ * one a read is using, and a pass in file order downloads each block once whatever the limit; a limit of one block
+ * (a warning says so) fetches nothing ahead, each block as it is read. A random order over an object larger than the
+ * limit does download blocks again: the limit cannot hold what later batches need (stage the object with
+ * {@link #stage} when the limit holds it, or read in a block-shuffled order). Processes and caches sharing a folder
+ * see each other's downloads: a download holds its block's lock ({@code FOLDER/.fetch.lock}, one byte per block,
+ * released by the system when its process dies), and a block another one is downloading is waited for, then read from
+ * the folder. What a cache holds from eviction is known to its own JVM only: another process may evict it, and it is
+ * then downloaded again.
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
- * several missing blocks fetch them in parallel. One exception to "through blocks": the first read within an object's
- * first {@value #HEADER_BYTES} bytes, while its first block is not cached, coming or announced (and is much larger
- * than that), goes straight to the store, uncached and unchecked by a CRC (as any byte fresh from the server), so that
- * reading a header (of a {@code .npy}, of every MRC stack of a listing, for {@code inspect}) costs one small request
- * rather than a block.
+ * several missing blocks fetch them in parallel (within the read-ahead window). One exception to "through blocks":
+ * the first read within an object's first {@value #HEADER_BYTES} bytes, while its first block is not cached, coming
+ * or announced (and is much larger than that), goes straight to the store, uncached and unchecked by a CRC (as any
+ * byte fresh from the server), so that reading a header (of a {@code .npy}, of every MRC stack of a listing, for
+ * {@code inspect}) costs one small request rather than a block.
  *
  * <pre>{@code
  * try (ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.fromEnvironment())
