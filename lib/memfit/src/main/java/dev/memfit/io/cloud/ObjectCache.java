@@ -125,6 +125,8 @@ public final class ObjectCache implements Storage {
     private static final int OPEN_BLOCKS = 512;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
+    /** Reads after the last eviction during which announced reads of mapped blocks are still tracked. */
+    static final long EVICTING_READS = 1 << 16;
     private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
 
     private final ObjectStore store;
@@ -178,6 +180,13 @@ public final class ObjectCache implements Storage {
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     /** The last eviction left the folder above the limit because of held files (see {@link #trimIfOverLimit}). */
     private volatile boolean overLimit;
+    /**
+     * The reads of this cache (hits and misses) when it last had to evict, or -1: while it evicts (its last eviction
+     * is less than {@link #EVICTING_READS} reads ago), announced reads of blocks it has mapped are tracked too, to
+     * keep those blocks until read. Otherwise nothing of this cache evicts, and a warm epoch's announcements of mapped
+     * blocks (every record of every batch) cost no bookkeeping.
+     */
+    private volatile long evictedAtRead = -1;
     /** Object versions whose head was read directly once ({@link #readDirect}). */
     private final Set<ObjectInfo> directHeads = ConcurrentHashMap.newKeySet();
 
@@ -500,7 +509,7 @@ public final class ObjectCache implements Storage {
             Path file = object.blockFile(block);
             missing[(int) (block - first)] = !handles.containsKey(file) && !Files.exists(file);
         }
-        List<ReadAhead.Entry<Resolved>> own = readAhead.announce(object, first, last, object::blockFile, true);
+        List<ReadAhead.Entry<Resolved>> own = announce(object, first, last, true);
         try {
             for (long block = first; block <= last; block++) {
                 long blockStart = block * blockBytes;
@@ -1027,6 +1036,7 @@ public final class ObjectCache implements Storage {
             overLimit = false;
             return;
         }
+        evictedAtRead = hits.sum() + misses.sum();
         files.sort(Comparator.comparingLong(Cached::lastUsed));
         for (Cached file : files) {
             if (total + bytes <= limitBytes) {
@@ -1286,8 +1296,7 @@ public final class ObjectCache implements Storage {
                 }
             }
             // the blocks are fetched ahead, in parallel, within the read-ahead window while they are joined in order
-            List<ReadAhead.Entry<Resolved>> own = info.size() > 0
-                    ? readAhead.announce(object, 0, blocks - 1, object::blockFile, true) : List.of();
+            List<ReadAhead.Entry<Resolved>> own = info.size() > 0 ? announce(object, 0, blocks - 1, true) : List.of();
             String md5;
             try {
                 md5 = assemble(info, entry, staged, note, blocks, fetched);
@@ -1519,12 +1528,43 @@ public final class ObjectCache implements Storage {
         } catch (RuntimeException e) {
             return; // the read reports it
         }
-        long last = Math.min(position + length, object.info.size()) - 1;
+        long end = Math.min(position + length, object.info.size());
         long first = Math.max(0, position / blockBytes);
-        if (first == 0 && last >= 0) {
+        if (first == 0 && end > 0) {
             object.headAnnounced = true;
         }
-        readAhead.announce(object, first, last / blockBytes, object::blockFile, false);
+        announce(object, first, (end - 1) / blockBytes, false);
+    }
+
+    /**
+     * Announces reads of blocks {@code first..last} to the read-ahead window, but for blocks this cache has mapped
+     * while it does not evict (see {@link #evictedAtRead}): tracking them would only cost time, a few hundred
+     * nanoseconds per announced record.
+     */
+    private List<ReadAhead.Entry<Resolved>> announce(Resolved object, long first, long last, boolean onlyWhereNone) {
+        long evicted = evictedAtRead;
+        if (readAhead.windowBlocks() == 0
+                || evicted >= 0 && hits.sum() + misses.sum() - evicted < EVICTING_READS) {
+            return readAhead.announce(object, first, last, object::blockFile, onlyWhereNone);
+        }
+        List<ReadAhead.Entry<Resolved>> made = List.of();
+        long from = first;
+        for (long block = first; block <= last + 1; block++) {
+            if (block > last || handles.containsKey(object.blockFile(block))) {
+                if (block > from) {
+                    List<ReadAhead.Entry<Resolved>> these = readAhead.announce(object, from, block - 1,
+                            object::blockFile, onlyWhereNone);
+                    if (made.isEmpty()) {
+                        made = these;
+                    } else {
+                        made = new ArrayList<>(made);
+                        made.addAll(these);
+                    }
+                }
+                from = block + 1;
+            }
+        }
+        return made;
     }
 
     /**

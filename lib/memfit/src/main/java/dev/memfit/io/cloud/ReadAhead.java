@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The reads an {@link ObjectCache} was told are coming, block by block in the order they were announced, and the
@@ -78,15 +80,22 @@ final class ReadAhead<T> {
     private Entry<T> frontier;
     /** The entries of each block, oldest first. */
     private final Map<Path, ArrayDeque<Entry<T>>> byBlock = new HashMap<>();
+    /**
+     * The keys of {@link #byBlock}, readable without the lock: a read of a block nobody announced (most reads of a
+     * warm cache) costs a hash lookup, not the lock that every reader thread would contend for.
+     */
+    private final Set<Path> announcedBlocks = ConcurrentHashMap.newKeySet();
     /** The protected blocks, each with its admitted entries. */
     private final Map<Path, Integer> admitted = new HashMap<>();
     /** Newly protected blocks, in order, whose fetch is still to start. */
     private final ArrayDeque<Entry<T>> toFetch = new ArrayDeque<>();
     private int running;
+    /** {@link #toFetch}'s size, readable without the lock. */
+    private volatile int fetchesWaiting;
     private long nextSeq;
     private long consumedSeq;
     private int size;
-    /** {@link #size} for a check without the lock: a read of a block nobody announced costs one volatile read. */
+    /** {@link #size}, readable without the lock. */
     private volatile int live;
 
     /**
@@ -119,8 +128,8 @@ final class ReadAhead<T> {
         if (windowBlocks == 0 || last < first) {
             return List.of();
         }
-        List<Entry<T>> made = new ArrayList<>();
-        List<Path> released;
+        // only a read announcing itself withdraws its entries: the others are not collected
+        List<Entry<T>> made = onlyWhereNone ? new ArrayList<>() : List.of();
         synchronized (this) {
             for (long block = first; block <= last && size < MAX_ENTRIES; block++) {
                 Path file = files.apply(block);
@@ -129,17 +138,19 @@ final class ReadAhead<T> {
                 }
                 Entry<T> entry = new Entry<>(object, block, file, nextSeq++);
                 append(entry);
-                made.add(entry);
+                if (onlyWhereNone) {
+                    made.add(entry);
+                }
             }
-            released = admit(List.of());
+            admit(List.of());
         }
-        finish(released);
+        pump();
         return made;
     }
 
     /** Ends a read of a block: its oldest entry is consumed (nothing when it has none). */
     void consume(Path file) {
-        if (live == 0) {
+        if (live == 0 || !announcedBlocks.contains(file)) {
             return;
         }
         List<Path> released;
@@ -148,7 +159,7 @@ final class ReadAhead<T> {
             if (entries == null) {
                 return;
             }
-            List<Path> dropped = new ArrayList<>(2);
+            List<Path> dropped = new ArrayList<>(1);
             Entry<T> entry = entries.peekFirst();
             consumedSeq = Math.max(consumedSeq, entry.seq);
             remove(entry, dropped);
@@ -183,12 +194,7 @@ final class ReadAhead<T> {
      * @return true when it has an entry
      */
     boolean announced(Path file) {
-        if (live == 0) {
-            return false;
-        }
-        synchronized (this) {
-            return byBlock.containsKey(file);
-        }
+        return live > 0 && announcedBlocks.contains(file);
     }
 
     /**
@@ -208,7 +214,9 @@ final class ReadAhead<T> {
             released = new ArrayList<>(admitted.keySet());
             admitted.clear();
             byBlock.clear();
+            announcedBlocks.clear();
             toFetch.clear();
+            fetchesWaiting = 0;
             for (Entry<T> entry = head; entry != null; entry = entry.next) {
                 entry.linked = false;
             }
@@ -234,7 +242,10 @@ final class ReadAhead<T> {
         if (frontier == null) {
             frontier = entry;
         }
-        byBlock.computeIfAbsent(entry.file, f -> new ArrayDeque<>(2)).addLast(entry);
+        byBlock.computeIfAbsent(entry.file, f -> {
+            announcedBlocks.add(f);
+            return new ArrayDeque<>(2);
+        }).addLast(entry);
         live = ++size;
     }
 
@@ -263,6 +274,7 @@ final class ReadAhead<T> {
         entries.remove(entry);
         if (entries.isEmpty()) {
             byBlock.remove(entry.file);
+            announcedBlocks.remove(entry.file);
         }
         live = --size;
         if (entry.admitted) {
@@ -293,6 +305,7 @@ final class ReadAhead<T> {
                 admitted.put(entry.file, 1);
                 blocks.protect(entry.file);
                 toFetch.addLast(entry);
+                fetchesWaiting = toFetch.size();
             } else {
                 admitted.put(entry.file, count + 1);
             }
@@ -305,15 +318,15 @@ final class ReadAhead<T> {
 
     /** Releases blocks that left the window and starts the fetches it now allows. */
     private void finish(List<Path> released) {
-        for (Path file : released) {
-            blocks.release(file);
+        for (int i = 0; i < released.size(); i++) {
+            blocks.release(released.get(i));
         }
         pump();
     }
 
     /** Starts fetches of newly protected blocks, oldest first, while fewer than {@code parallel} run. */
     private void pump() {
-        while (true) {
+        while (fetchesWaiting > 0) {
             Entry<T> next = null;
             synchronized (this) {
                 if (running >= parallel) {
@@ -325,6 +338,7 @@ final class ReadAhead<T> {
                         break;
                     }
                 }
+                fetchesWaiting = toFetch.size();
                 if (next == null) {
                     return;
                 }
