@@ -77,8 +77,9 @@ import java.util.zip.CRC32C;
  * <p><b>One download per block.</b> Loaders announce the reads of a batch before reading it ({@link #willRead}), and
  * a read over several blocks announces itself. Announced reads form a read-ahead window, in the order announced, of
  * at most as many distinct blocks as the limit holds besides the block being read: those blocks are kept from eviction
- * until their announced reads are done, and the missing ones are fetched in the background in that order, up to
- * {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read, nor
+ * until their announced reads are done (blocks already mapped only while the cache is evicting: otherwise nothing of
+ * it would evict them, and a warm epoch pays no bookkeeping), and the missing ones are fetched in the background in
+ * that order, up to {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read, nor
  * one a read is using, and a pass in file order downloads each block once whatever the limit; a limit of one block
  * (a warning says so) fetches nothing ahead, each block as it is read. A random order over an object larger than the
  * limit does download blocks again: the limit cannot hold what later batches need (stage the object with

@@ -121,7 +121,7 @@ final class ReadAhead<T> {
      * @param files each block's file, by block index
      * @param onlyWhereNone add an entry only for blocks without one (a read announcing itself: an entry announced
      *                      before will be consumed by it)
-     * @return the entries made, for {@link #withdraw}
+     * @return with {@code onlyWhereNone}, the entries made, for {@link #withdraw}; otherwise an empty list
      */
     List<Entry<T>> announce(T object, long first, long last, java.util.function.LongFunction<Path> files,
                             boolean onlyWhereNone) {
