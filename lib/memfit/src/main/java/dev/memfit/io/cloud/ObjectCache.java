@@ -611,7 +611,10 @@ public final class ObjectCache implements Storage {
     private void readBlockSlowly(ObjectInfo info, Path entry, Path file, long block, long offset, MemorySegment into,
                                  boolean fetched) {
         long expected = blockLength(info, block);
-        int remapped = 0;
+        // failed checks count as attempts; a block evicted or unmapped between its fetch and its read is no failure
+        // of the block (another process evicted it, or this cache dropped the mapping) and is fetched or mapped again
+        int raced = 0;
+        List<String> failures = new ArrayList<>();
         for (int attempt = 0; attempt < 4; attempt++) {
             // a block mapped by this cache is read from its mapping without asking the file system again; its bytes
             // are still checked below (another process evicting the file leaves the mapped bytes intact)
@@ -626,22 +629,31 @@ public final class ObjectCache implements Storage {
                 try {
                     handle = handle(file, expected);
                 } catch (NoSuchFileException e) {
-                    continue; // evicted meanwhile (by another reader or process): fetch it again
+                    if (++raced < 100) {
+                        attempt--;
+                    } else {
+                        failures.add("evicted before it could be read, 100 times");
+                    }
+                    continue;
                 } catch (CorruptBlock e) {
+                    failures.add(e.getMessage());
                     discard(file, null);
                     continue;
                 }
             }
             if (!handle.acquire()) {
                 // unmapped meanwhile (evicted, or least recently used): map it again, which is no failed attempt
-                if (++remapped < 100) {
+                if (++raced < 100) {
                     attempt--;
+                } else {
+                    failures.add("unmapped before it could be read, 100 times");
                 }
                 continue;
             }
             try {
                 handle.copy(offset, into);
             } catch (CorruptBlock e) {
+                failures.add(e.getMessage());
                 discard(file, handle);
                 continue;
             } finally {
@@ -652,7 +664,8 @@ public final class ObjectCache implements Storage {
         }
         throw new MemfitException(info.uri() + ": block " + block + " (bytes " + block * blockBytes + ".."
                 + (block * blockBytes + expected) + ") could not be cached and read back intact in 4 attempts (cache "
-                + folder + "); check the disk, or raise the cache limit if other processes evict it");
+                + folder + ": " + String.join("; ", failures) + "); check the disk, or raise the cache limit if other "
+                + "processes evict it");
     }
 
     /** A cached block that failed its check. */
