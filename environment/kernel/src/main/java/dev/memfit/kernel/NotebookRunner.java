@@ -12,6 +12,7 @@ import jdk.jshell.Snippet;
 import jdk.jshell.SnippetEvent;
 import jdk.jshell.SourceCodeAnalysis;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -21,6 +22,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 
@@ -28,7 +30,9 @@ import java.util.Locale;
  * Runs a notebook's code cells in order in one JShell, for machines with Java but no Jupyter (a GPU machine, say):
  * the same class path as the kernel ({@code RJK_CLASSPATH}), the same default imports, and the kernel's way of
  * showing a cell's result: a cell whose last statement is an image (memfit's charts return a {@code BufferedImage})
- * has it saved as {@code cell-NN.png}. Everything the cells print goes to the console and to {@code output.txt}.
+ * has it saved as {@code cell-NN.png}. Everything the cells print goes to the console and to {@code output.txt}, and
+ * the notebook is written back as {@code NAME.ipynb} in the output folder with each cell's printed text and image as
+ * its outputs (as Jupyter would have saved it; {@code environment/render_notebooks.py} turns it into HTML).
  * Stops at the first cell that fails to compile or throws (a failed {@code Lesson.expect} among them), exit status 1.
  *
  * <p>Run it from the notebook's folder (the kernel's working directory, against which the notebooks' relative paths
@@ -95,12 +99,14 @@ public final class NotebookRunner {
      * @throws IOException when the notebook cannot be read or the output folder written
      */
     Result run(Path notebook, String classPath) throws IOException {
+        JsonObject executed = JsonParser.parseString(Files.readString(notebook)).getAsJsonObject();
         List<String> cells = codeCells(notebook);
         Files.createDirectories(out);
         List<Path> images = new ArrayList<>();
         Path log = out.resolve("output.txt");
+        ByteArrayOutputStream cellText = new ByteArrayOutputStream();
         try (OutputStream file = Files.newOutputStream(log);
-             PrintStream both = new PrintStream(new Tee(console, file), true, StandardCharsets.UTF_8);
+             PrintStream both = new PrintStream(new Tee(console, new Tee(file, cellText)), true, StandardCharsets.UTF_8);
              JShell shell = JShell.builder().executionEngine("local").out(both).err(both).build()) {
             // local execution: the cells run in this JVM, as in the kernel, and print straight to System.out
             System.setOut(both);
@@ -118,17 +124,75 @@ public final class NotebookRunner {
                 }
                 ran++;
                 both.printf("---- cell %d ----%n", index);
+                cellText.reset();
+                int imagesBefore = images.size();
                 String failure = runCell(shell, source, index, images);
+                both.flush();
+                Path image = images.size() > imagesBefore ? images.getLast() : null;
+                recordOutputs(executed, index, ran, cellText.toString(StandardCharsets.UTF_8), image, failure);
                 if (failure != null) {
                     both.printf("FAILED at cell %d: %s%n", index, failure);
+                    writeExecuted(executed, notebook);
                     return new Result(images, ran, "cell " + index + ": " + failure);
                 }
             }
+            writeExecuted(executed, notebook);
             both.printf("---- %d code cells ran, %d image(s) in %s ----%n", ran, images.size(), out);
             return new Result(images, ran, null);
         } finally {
             System.setOut(console);
         }
+    }
+
+    /**
+     * Sets a code cell's outputs as Jupyter saves them: its printed text as a stdout stream (the runner's own
+     * "---- cell" line left out), its image as display data, a failure as an error output.
+     */
+    private static void recordOutputs(JsonObject notebook, int index, int count, String text, Path image, String failure)
+            throws IOException {
+        JsonObject cell = notebook.getAsJsonArray("cells").get(index).getAsJsonObject();
+        JsonArray outputs = new JsonArray();
+        String header = String.format("---- cell %d ----%n", index);
+        String printed = text.startsWith(header) ? text.substring(header.length()) : text;
+        if (!printed.isEmpty()) {
+            JsonObject stream = new JsonObject();
+            stream.addProperty("output_type", "stream");
+            stream.addProperty("name", "stdout");
+            stream.addProperty("text", printed);
+            outputs.add(stream);
+        }
+        if (image != null) {
+            JsonObject data = new JsonObject();
+            data.addProperty("image/png", Base64.getEncoder().encodeToString(Files.readAllBytes(image)));
+            JsonObject display = new JsonObject();
+            display.addProperty("output_type", "display_data");
+            display.add("data", data);
+            display.add("metadata", new JsonObject());
+            outputs.add(display);
+        }
+        if (failure != null) {
+            JsonObject error = new JsonObject();
+            error.addProperty("output_type", "error");
+            String firstLine = failure.lines().findFirst().orElse(failure);
+            int colon = firstLine.indexOf(':');
+            error.addProperty("ename", colon > 0 ? firstLine.substring(0, colon) : "Error");
+            error.addProperty("evalue", colon > 0 ? firstLine.substring(colon + 1).strip() : firstLine);
+            JsonArray traceback = new JsonArray();
+            failure.lines().forEach(traceback::add);
+            error.add("traceback", traceback);
+            outputs.add(error);
+        }
+        cell.add("outputs", outputs);
+        cell.addProperty("execution_count", count);
+    }
+
+    /** Writes the notebook with its outputs as {@code NAME.ipynb} in the output folder (a temporary name, then renamed). */
+    private void writeExecuted(JsonObject notebook, Path source) throws IOException {
+        Path target = out.resolve(source.getFileName().toString());
+        Path partial = out.resolve(source.getFileName() + ".partial");
+        Files.writeString(partial, new com.google.gson.GsonBuilder().setPrettyPrinting().disableHtmlEscaping().create()
+                .toJson(notebook) + System.lineSeparator());
+        Files.move(partial, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     }
 
     /** Runs one cell snippet by snippet; saves its last value when it is an image. Returns a failure, or null. */

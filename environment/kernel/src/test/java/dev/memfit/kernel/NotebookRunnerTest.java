@@ -1,5 +1,8 @@
 package dev.memfit.kernel;
 
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -11,6 +14,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Base64;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -63,6 +67,23 @@ class NotebookRunnerTest {
         assertTrue(text.contains("\"21 px\"\n"), "a final expression's value is shown, as the kernel does: " + text);
         assertFalse(text.contains("\n5\n"), "a declaration's value is not: " + text);
         assertTrue(console.toString(StandardCharsets.UTF_8).contains("[image: " + png + "]"));
+
+        // the notebook written back with its outputs, as Jupyter saves an executed notebook
+        JsonArray cells = JsonParser.parseString(Files.readString(dir.resolve("out").resolve("test.ipynb")))
+                .getAsJsonObject().getAsJsonArray("cells");
+        assertEquals(5, cells.size());
+        assertFalse(cells.get(0).getAsJsonObject().has("outputs"), "the markdown cell is left as it was");
+        JsonArray second = cells.get(2).getAsJsonObject().getAsJsonArray("outputs");
+        assertEquals(2, second.size(), second.toString());
+        assertEquals("stream", second.get(0).getAsJsonObject().get("output_type").getAsString());
+        assertEquals("seen [7]\n", second.get(0).getAsJsonObject().get("text").getAsString());
+        byte[] png64 = Base64.getDecoder().decode(second.get(1).getAsJsonObject().getAsJsonObject("data")
+                .get("image/png").getAsString());
+        assertEquals(7, ImageIO.read(new java.io.ByteArrayInputStream(png64)).getWidth());
+        assertEquals(2, cells.get(2).getAsJsonObject().get("execution_count").getAsInt());
+        assertEquals("\"21 px\"\n", cells.get(3).getAsJsonObject().getAsJsonArray("outputs").get(0).getAsJsonObject()
+                .get("text").getAsString());
+        assertEquals(0, cells.get(4).getAsJsonObject().getAsJsonArray("outputs").size(), "a declaration shows nothing");
     }
 
     @Test
@@ -77,6 +98,13 @@ class NotebookRunnerTest {
                 result.failure());
         assertEquals(2, result.cells());
         assertFalse(console.toString(StandardCharsets.UTF_8).contains("never"));
+        JsonArray cells = JsonParser.parseString(Files.readString(dir.resolve("out").resolve("test.ipynb")))
+                .getAsJsonObject().getAsJsonArray("cells");
+        JsonObject error = cells.get(2).getAsJsonObject().getAsJsonArray("outputs").get(0).getAsJsonObject();
+        assertEquals("error", error.get("output_type").getAsString());
+        assertEquals("java.lang.IllegalStateException", error.get("ename").getAsString());
+        assertEquals("This run contradicts the notebook's lesson: n = 2", error.get("evalue").getAsString());
+        assertEquals(0, cells.get(3).getAsJsonObject().getAsJsonArray("outputs").size(), "the cells after it did not run");
     }
 
     @Test

@@ -104,6 +104,18 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
+     * Pins the loader's batch buffers in place for copies to a GPU ({@link dev.memfit.memory.PinnedMemory}), so
+     * that a batch reaches the device by DMA at the link's speed; they are unpinned when the loader closes. The
+     * trainers call it when they train on a GPU; calling it again does nothing. Buffers of random-access loaders are
+     * pinned; a streaming loader's are not (yet).
+     *
+     * @return the bytes pinned by this loader in all, 0 when nothing could be pinned (no CUDA runtime, say)
+     */
+    public long pinBuffers() {
+        return pipeline.pinBuffers();
+    }
+
+    /**
      * The batches of one epoch. One epoch is iterated at a time per loader: starting another epoch (for example
      * after leaving a loop early) abandons the previous one and reclaims its buffers.
      *
@@ -319,6 +331,11 @@ public final class Loader implements AutoCloseable {
         DType outputType();
 
         long bufferMemory();
+
+        /** Pins the batch buffers for copies to a GPU, once; the bytes pinned (0: none). */
+        default long pinBuffers() {
+            return 0;
+        }
 
         /** What identifies the data ({@link dev.memfit.source.SampleSource#fingerprint()}). */
         String fingerprint();

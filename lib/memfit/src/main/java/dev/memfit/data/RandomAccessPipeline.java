@@ -9,12 +9,16 @@ import dev.memfit.NativeMemory;
 import dev.memfit.sample.SampleOrder;
 import dev.memfit.sample.Sampler;
 
+import dev.memfit.memory.PinnedMemory;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -49,6 +53,9 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     private final ExecutorService pool;
     private final Arena arena = Arena.ofShared();
     private final ConcurrentLinkedDeque<MemorySegment> freeBuffers = new ConcurrentLinkedDeque<>();
+    private final List<MemorySegment> buffers = new ArrayList<>();
+    private final List<PinnedMemory.Pin> pins = new ArrayList<>();
+    private boolean pinned;
     private final NativeMemory.Reservation reservation;
     private final long bufferBytes;
 
@@ -69,7 +76,9 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         this.bufferBytes = Math.max(outputBytes, readBytes);
         int buffers = bufferCount();
         for (int i = 0; i < buffers; i++) {
-            freeBuffers.add(arena.allocate(Math.max(1, bufferBytes), 64));
+            MemorySegment buffer = arena.allocate(Math.max(1, bufferBytes), 64);
+            this.buffers.add(buffer);
+            freeBuffers.add(buffer);
         }
         this.reservation = NativeMemory.ALLOCATED.reserve(buffers * bufferBytes);
     }
@@ -151,11 +160,26 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         return new EpochIterator(epoch, firstBatch);
     }
 
-    /** Stops the reader threads and frees the buffers; closes the source when the loader opened it. */
+    @Override
+    public synchronized long pinBuffers() {
+        if (!pinned) {
+            pinned = true;
+            for (MemorySegment buffer : buffers) {
+                PinnedMemory.pin(buffer).ifPresent(pins::add);
+            }
+        }
+        return pins.stream().mapToLong(PinnedMemory.Pin::bytes).sum();
+    }
+
+    /** Stops the reader threads and frees the buffers (unpinned first); closes the source when the loader opened it. */
     @Override
     public void close() {
         if (pool != null) {
             pool.shutdownNow();
+        }
+        synchronized (this) {
+            pins.forEach(PinnedMemory.Pin::close);
+            pins.clear();
         }
         arena.close();
         reservation.close();

@@ -36,6 +36,7 @@ final class Fit {
     private final EpochListener epochListener;
     private final Predicate<? super EpochStats> stopWhen;
     private final Checkpoints checkpoints;
+    private final boolean pinnedBatches;
 
     /**
      * Reads the shared settings of a validated builder.
@@ -53,6 +54,7 @@ final class Fit {
         this.epochListener = settings.epochListener;
         this.stopWhen = settings.stopWhen;
         this.checkpoints = settings.checkpoints;
+        this.pinnedBatches = settings.pinnedBatches;
     }
 
     /** What a model does in the loop: the rest is the loop's. */
@@ -173,6 +175,9 @@ final class Fit {
      */
     FitResult run(Loader loader, NDManager parameters, Model model) {
         Device target = parameters.getDevice();
+        if (target.isGpu() && pinnedBatches) {
+            loader.pinBuffers();   // batches then reach the GPU by DMA; pageable copies when nothing could be pinned
+        }
         // Reseeded per fit so that the same loader order gives the same losses, whatever building the parameters
         // drew from the generator; each step reseeds again from its number (noise as a function of the step).
         seed();

@@ -24,6 +24,7 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
     EpochListener epochListener = stats -> { };
     Predicate<? super EpochStats> stopWhen = stats -> false;
     Checkpoints checkpoints;
+    boolean pinnedBatches = true;
 
     TrainerBuilder(int defaultEpochs, float defaultLearningRate) {
         this.epochs = defaultEpochs;
@@ -78,6 +79,19 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
      */
     public B optDevice(Device target) {
         this.device = target;
+        return self();
+    }
+
+    /**
+     * Whether, on a GPU, the loader's batch buffers are pinned (page-locked) so that batches reach the device by DMA
+     * ({@link dev.memfit.memory.PinnedMemory}; default true, as PyTorch's {@code pin_memory=True}). Pinned memory
+     * cannot be paged out: turn it off on a host short of memory. Without a CUDA runtime nothing is pinned either way.
+     *
+     * @param pinned false to copy from pageable memory
+     * @return this builder
+     */
+    public B optPinnedBatches(boolean pinned) {
+        this.pinnedBatches = pinned;
         return self();
     }
 
