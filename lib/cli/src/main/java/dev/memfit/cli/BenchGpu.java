@@ -27,8 +27,11 @@ final class BenchGpu implements Callable<Integer> {
     private int terms;
     @Option(names = "--topics", defaultValue = "20")
     private int topics;
-    @Option(names = "--batch", defaultValue = "256,16", split = ",")
+    @Option(names = "--batch", defaultValue = "256", split = ",", description = "batch sizes at n x m (default ${DEFAULT-VALUE})")
     private List<Integer> batches;
+    @Option(names = "--baseline-batch", defaultValue = "256,16", split = ",",
+            description = "batch sizes of memfit and torch at the baseline's size (default ${DEFAULT-VALUE})")
+    private List<Integer> baselineBatches;
     @Option(names = "--epochs", defaultValue = "3")
     private int epochs;
     @Option(names = "--threads", defaultValue = "8", description = "loader threads gathering batches (default ${DEFAULT-VALUE})")
@@ -47,7 +50,7 @@ final class BenchGpu implements Callable<Integer> {
     @Override
     public Integer call() {
         if (documents < 1 || terms < 1 || topics < 1 || epochs < 1 || threads < 1 || copies < 1 || batches.isEmpty()
-                || batches.stream().anyMatch(b -> b < 1)) {
+                || batches.stream().anyMatch(b -> b < 1) || baselineBatches.stream().anyMatch(b -> b < 1)) {
             throw new MemfitException("bench gpu: sizes, counts and batch sizes must be positive");
         }
         Device device;
@@ -60,7 +63,7 @@ final class BenchGpu implements Callable<Integer> {
                     + "give --cpu to check the command on the CPU)");
         }
         GpuBenchmark.Result result = GpuBenchmark.run(new GpuBenchmark.Settings(documents, terms, topics, batches,
-                epochs, threads, copies, python, baselineDocuments, baselineTerms, device));
+                epochs, threads, copies, python, baselineDocuments, baselineTerms, baselineBatches, device));
         System.out.printf("device %s, PyTorch %s; pinned memory: %s; %,d x %,d float32 counts (%.1f GB) generated in host RAM "
                         + "in %.1f s%n", result.device(), Engine.getInstance().getVersion(), result.pinning(), documents,
                 terms, documents * (double) terms * 4 / 1e9, result.generationSeconds());
