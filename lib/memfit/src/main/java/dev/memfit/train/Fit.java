@@ -3,6 +3,8 @@ package dev.memfit.train;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.GradientCollector;
 import dev.memfit.ProgressListener;
@@ -69,6 +71,28 @@ final class Fit {
          * @return the loss summed over the batch's samples, for the epoch's mean
          */
         double backward(Batch batch, Step step);
+
+        /**
+         * Whether the loop calls {@link #backwardOnDevice} instead of {@link #backward}.
+         *
+         * @return true for a model that leaves its losses on the device (default: false)
+         */
+        default boolean keepsLossOnDevice() {
+            return false;
+        }
+
+        /**
+         * As {@link #backward}, but returns the loss as a float32 scalar on the device, created in
+         * {@link Step#batchScope()}: the loop keeps it and reads the losses of many mini-batches in one copy, so that
+         * a GPU does not wait for every batch's loss before the host queues the next batch's work.
+         *
+         * @param batch the mini-batch
+         * @param step the optimizer step the batch belongs to
+         * @return the loss summed over the batch's samples, a scalar
+         */
+        default NDArray backwardOnDevice(Batch batch, Step step) {
+            throw new UnsupportedOperationException("this model reads its losses at once");
+        }
 
         /**
          * Takes one optimizer step on the gradients the step's mini-batches accumulated; gradient views go to
@@ -222,6 +246,7 @@ final class Fit {
         long start = System.nanoTime();
         long perEpoch = loader.batchesPerEpoch();
         Step step = null;
+        PendingLosses losses = new PendingLosses(parameters);
         try {
             // The loader counts epochs from 0, and its shuffle follows that number.
             for (Batch batch : loader.epoch(run.epoch - 1L)) {
@@ -231,13 +256,17 @@ final class Fit {
                     // run draws what the uninterrupted one drew.
                     engine().setRandomSeed(stepSeed(run.globalSteps));
                 }
-                run.lossSum += step.accumulate(model, batch);
+                step.accumulate(model, batch, losses);
                 run.batches++;
                 run.samples += batch.size();
                 if (step.batches() == accumulation) {
-                    finishStep(run, step, model);
+                    finishStep(run, step, model, losses);
                     step = null;
+                    if (losses.full()) {
+                        losses.flush(run);
+                    }
                     if (saver != null && run.batches < perEpoch && saver.due(run)) {
+                        losses.flush(run);
                         run.epochSeconds += (System.nanoTime() - start) / 1e9;
                         start = System.nanoTime();
                         saver.save(run, loader, model);
@@ -247,13 +276,15 @@ final class Fit {
             }
             // A shorter last group still steps: no batch of the epoch is left out.
             if (step != null) {
-                finishStep(run, step, model);
+                finishStep(run, step, model, losses);
                 step = null;
             }
+            losses.flush(run);
         } finally {
             if (step != null) {
                 step.close();
             }
+            losses.close();
         }
         // Between epochs, cached but unused GPU memory goes back to the driver (no-op on the CPU).
         DeviceMemory.releaseCache(target);
@@ -262,14 +293,114 @@ final class Fit {
                 run.samples);
     }
 
-    private static void finishStep(Run run, Step step, Model model) {
-        double loss = step.lossSum;
-        long samples = step.samples();
+    private static void finishStep(Run run, Step step, Model model, PendingLosses losses) {
         step.update(model);
         run.steps++;
         run.globalSteps++;
         run.sinceCheckpoint++;
-        run.addStepLoss(loss / Math.max(1, samples));
+        losses.endStep();
+    }
+
+    /**
+     * The losses of the mini-batches whose sums the run has not taken yet, in order, with the ends of their steps:
+     * those a model left on the device stay there until {@link #flush} reads them all in one copy (one device sync
+     * for up to {@link #LIMIT} steps instead of one a batch). The sums are then taken in the order the batches came,
+     * each loss as the float it was, so the epoch's and the steps' losses are what reading them one by one gave.
+     */
+    private static final class PendingLosses implements AutoCloseable {
+        /** Steps held before a flush: bounds the arrays kept on the device. */
+        static final int LIMIT = 256;
+
+        private final NDManager parameters;
+        private final List<NDArray> onDevice = new ArrayList<>();
+        private double[] known = new double[64];
+        private boolean[] fromDevice = new boolean[64];
+        private long[] samples = new long[64];
+        private boolean[] endsStep = new boolean[64];
+        private int count;
+        private int steps;
+        private NDManager scope;
+        private double stepLossSum;
+        private long stepSamples;
+
+        PendingLosses(NDManager parameters) {
+            this.parameters = parameters;
+        }
+
+        void add(double loss, long batchSamples) {
+            int at = next(batchSamples);
+            known[at] = loss;
+        }
+
+        void add(NDArray loss, long batchSamples) {
+            if (scope == null) {
+                scope = parameters.newSubManager();
+            }
+            loss.attach(scope);
+            onDevice.add(loss);
+            int at = next(batchSamples);
+            fromDevice[at] = true;
+        }
+
+        private int next(long batchSamples) {
+            if (count == samples.length) {
+                int grown = count * 2;
+                known = java.util.Arrays.copyOf(known, grown);
+                fromDevice = java.util.Arrays.copyOf(fromDevice, grown);
+                samples = java.util.Arrays.copyOf(samples, grown);
+                endsStep = java.util.Arrays.copyOf(endsStep, grown);
+            }
+            fromDevice[count] = false;
+            endsStep[count] = false;
+            samples[count] = batchSamples;
+            return count++;
+        }
+
+        void endStep() {
+            if (count > 0) {
+                endsStep[count - 1] = true;
+            }
+            steps++;
+        }
+
+        boolean full() {
+            return steps >= LIMIT;
+        }
+
+        /** Adds the pending losses to the run's epoch sum and step losses, in order. */
+        void flush(Run run) {
+            float[] values = null;
+            if (!onDevice.isEmpty()) {
+                NDArray all = onDevice.size() == 1 ? onDevice.getFirst() : NDArrays.stack(new NDList(onDevice));
+                all.attach(scope);
+                values = all.toFloatArray();
+            }
+            int read = 0;
+            for (int i = 0; i < count; i++) {
+                double loss = fromDevice[i] ? values[read++] : known[i];
+                run.lossSum += loss;
+                stepLossSum += loss;
+                stepSamples += samples[i];
+                if (endsStep[i]) {
+                    run.addStepLoss(stepLossSum / Math.max(1, stepSamples));
+                    stepLossSum = 0;
+                    stepSamples = 0;
+                }
+            }
+            count = 0;
+            steps = 0;
+            close();
+        }
+
+        /** Frees the losses held on the device. */
+        @Override
+        public void close() {
+            onDevice.clear();
+            if (scope != null) {
+                scope.close();
+                scope = null;
+            }
+        }
     }
 
     /** The seed of a step's noise: the fit's seed mixed with the step number (SplitMix64's finaliser). */
@@ -346,7 +477,6 @@ final class Fit {
         private boolean collecting = true;
         private int batches;
         private long samples;
-        private double lossSum;
 
         private Step(NDManager parameters) {
             this.collector = engine().newGradientCollector();
@@ -401,14 +531,17 @@ final class Fit {
             return samples;
         }
 
-        private double accumulate(Model model, Batch batch) {
+        private void accumulate(Model model, Batch batch, PendingLosses losses) {
             try (NDManager micro = scope.newSubManager()) {
                 batchScope = micro;
-                double loss = model.backward(batch, this);
-                lossSum += loss;
+                if (model.keepsLossOnDevice()) {
+                    // taken out of the mini-batch's scope before it closes
+                    losses.add(model.backwardOnDevice(batch, this), batch.size());
+                } else {
+                    losses.add(model.backward(batch, this), batch.size());
+                }
                 batches++;
                 samples += batch.size();
-                return loss;
             } finally {
                 batchScope = null;
             }

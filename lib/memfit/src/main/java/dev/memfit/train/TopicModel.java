@@ -213,7 +213,12 @@ public final class TopicModel implements Trainer {
         }
 
         @Override
-        public double backward(Batch batch, Fit.Step step) {
+        public boolean keepsLossOnDevice() {
+            return true;
+        }
+
+        @Override
+        public NDArray backwardOnDevice(Batch batch, Fit.Step step) {
             NDManager scope = step.batchScope();
             Device target = docLogits.getDevice();
             NDArray counts = batch.toNDArray(scope).toDevice(target, false);
@@ -228,7 +233,8 @@ public final class TopicModel implements Trainer {
             NDArray f = topicLogits.softmax(1);
             f.attach(scope);
             NDArray reconstruction = docRows.softmax(1).matMul(f).add(EPSILON);
-            NDArray loss = counts.mul(reconstruction.log()).neg().add(reconstruction).sum();
+            // r - X log r: bit for bit the -(X log r) + r it was, one op (and one backward node) fewer
+            NDArray loss = reconstruction.sub(counts.mul(reconstruction.log())).sum();
             // Losses are sums over documents, so k micro-batches add up to the gradient of their union.
             step.backward(loss);
             if (sparseDocumentUpdates) {
@@ -238,6 +244,13 @@ public final class TopicModel implements Trainer {
                 rowIds.add(ids);
                 rows.add(docRows);
             }
+            // left on the device: the loop reads the losses of many batches at once, not one (a GPU sync) a batch
+            return loss;
+        }
+
+        @Override
+        public double backward(Batch batch, Fit.Step step) {
+            NDArray loss = backwardOnDevice(batch, step);
             return loss.getFloat();
         }
 
@@ -249,16 +262,35 @@ public final class TopicModel implements Trainer {
             adam.beginStep();
             adam.update("topicTerms", topicLogits, topicGrad);
             if (sparseDocumentUpdates) {
-                NDList grads = new NDList();
-                NDList current = new NDList();
-                for (NDArray row : rows) {
-                    NDArray grad = row.getGradient();
+                NDIndex all;
+                NDArray current;
+                NDArray grad;
+                if (rows.size() == 1) {
+                    // one mini-batch a step (no accumulation): no concatenation, which would copy each array once
+                    NDArray row = rows.getFirst();
+                    grad = row.getGradient();
                     grad.attach(scope);
-                    grads.add(grad);
-                    current.add(row.stopGradient());
+                    current = row.stopGradient();
+                    current.attach(scope);
+                    all = new NDIndex("{}", rowIds.getFirst());
+                } else {
+                    NDList grads = new NDList();
+                    NDList currents = new NDList();
+                    for (NDArray row : rows) {
+                        NDArray rowGrad = row.getGradient();
+                        rowGrad.attach(scope);
+                        grads.add(rowGrad);
+                        currents.add(row.stopGradient());
+                    }
+                    NDArray ids = NDArrays.concat(new NDList(rowIds));
+                    ids.attach(scope);
+                    all = new NDIndex("{}", ids);
+                    current = NDArrays.concat(currents);
+                    grad = NDArrays.concat(grads);
+                    current.attach(scope);
+                    grad.attach(scope);
                 }
-                NDIndex all = new NDIndex("{}", NDArrays.concat(new NDList(rowIds)));
-                rowAdam.update(docLogits, all, NDArrays.concat(current), NDArrays.concat(grads), scope);
+                rowAdam.update(docLogits, all, current, grad, scope);
                 rowIds.clear();
                 rows.clear();
             } else {
