@@ -71,6 +71,12 @@ import java.util.Map;
  * {@link Builder} for the scratch folder, the memory budget and the progress bar. Everything else (shape,
  * {@code obs}, {@code var}, {@link #storedValues}, {@link #sum}) is read without transposing.
  *
+ * <p>Nothing is allocated by a size the file only claims: every chunk of a one-dimensional array (X's {@code data},
+ * {@code indices} and {@code indptr}, the {@code obs}/{@code var} columns) must be stored, as anndata writes them, and
+ * no chunk may claim to decode to more than deflate's largest ratio (1032:1) allows for its stored bytes; a column,
+ * read whole by jhdf, is checked against its storage first; a compact dataset (kept in its object header, at most
+ * 64 KiB) is read whole. CSR and CSC {@code indices} must be as long as {@code data}.
+ *
  * <p>This is the {@code .h5ad} reader of {@link AnnData}; {@code dev.memfit.io.AnnDataFiles} opens it or the zarr
  * one from what a path is.
  */
@@ -441,6 +447,13 @@ public final class H5ad implements AnnData {
             Vector columns = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
             node = "/" + matrix + "/indptr";
             Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+            values.requireStored();
+            columns.requireStored();
+            pointerVector.requireStored();
+            if (columns.length() != values.length()) {
+                throw new InvalidFileException(file, columns.offsetOf(0), matrix + "/indices (column indices) as long as "
+                        + matrix + "/data: " + values.length() + " entries", columns.length() + " entries");
+            }
             long[] pointers = new long[Math.toIntExact(pointerVector.length())];
             pointerVector.longs(0, pointers.length, pointers);
             if (pointers.length != shape[0] + 1) {
@@ -502,6 +515,9 @@ public final class H5ad implements AnnData {
         Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
         Vector rows = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
         Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+        values.requireStored();
+        rows.requireStored();
+        pointerVector.requireStored();
         if (shape[1] > Integer.MAX_VALUE - 8 || shape[0] > Integer.MAX_VALUE - 8) {
             throw new InvalidFileException(file, -1, "a CSC X of fewer than 2^31 cells and genes", "shape " + Arrays.toString(shape));
         }
@@ -1390,6 +1406,9 @@ public final class H5ad implements AnnData {
                     + " (" + Hdf5.typeName(type) + ")" + CONVERT);
         }
         boolean empty = dataset.isEmpty() || dimensions[0] == 0;
+        if (!empty) {
+            checkStored(dataset, path);
+        }
         Object data = empty ? null : dataset.getData();
         if (type instanceof FixedPoint fixed) {
             DType dtype = switch (fixed.getSize()) {
@@ -1425,6 +1444,37 @@ public final class H5ad implements AnnData {
             return new FrameColumn.Strings(texts);
         }
         throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a dataset of " + Hdf5.typeName(type) + CONVERT);
+    }
+
+    /**
+     * Refuses a one-dimensional dataset read whole (a dataframe column) whose claimed size the file does not back,
+     * before jhdf allocates it (jhdf sizes its array by the claim, then reads): contiguous data must lie inside the
+     * file, compact data inside its object header, and chunked data must have every chunk stored (as anndata writes
+     * it), each decoding to at most {@link ChunkedVector#MOST_EXPANSION} times its stored size.
+     */
+    private void checkStored(Dataset dataset, String path) {
+        long claimed = Hdf5.claimedBytes(dataset);
+        long fileBytes = mapping.bytes.byteSize();
+        switch (dataset) {
+            case ChunkedDataset ignored ->
+                    new ChunkedVector(file, hdf, mapping.bytes, dataset, new ChunkedVector.Cache(0)).requireComplete(path);
+            case io.jhdf.dataset.CompactDataset compact -> {
+                int stored = compact.getDataBuffer().remaining();
+                if (claimed > stored) {
+                    throw new InvalidFileException(file, -1, path + " (" + claimed + " bytes claimed) inside its compact storage",
+                            stored + " bytes in its object header");
+                }
+            }
+            case ContiguousDataset contiguous -> {
+                long address = hdf.getUserBlockSize() + contiguous.getDataAddress();
+                if (address < 0 || claimed > fileBytes - address) {
+                    throw new InvalidFileException(file, address, path + " (" + claimed + " bytes claimed) inside the "
+                            + fileBytes + "-byte file", "data past its end");
+                }
+            }
+            default -> throw new InvalidFileException(file, -1, path + " stored contiguous, compact or chunked",
+                    dataset.getClass().getSimpleName());
+        }
     }
 
     /** jhdf's integers (unsigned ones widened: uint8/uint16 as int, uint32 as long, uint64 as BigInteger) in their storage. */
@@ -1654,10 +1704,23 @@ public final class H5ad implements AnnData {
             }
             this.type = elementType;
             this.order = byteOrder;
-            long bytes = dataset.getSize() * (long) type.byteSize();
-            if (dataset instanceof ContiguousDataset contiguous && dataset.getFilters().isEmpty() && !dataset.isEmpty()) {
+            long bytes = Hdf5.claimedBytes(dataset);
+            if (dataset instanceof io.jhdf.dataset.CompactDataset compact && !dataset.isEmpty()) {
+                // kept in its object header (at most 64 KiB): read whole, once, and sliced as the mapping is (jhdf
+                // cannot read a compact dataset by hyperslabs)
+                java.nio.ByteBuffer stored = compact.getDataBuffer().duplicate();
+                if (bytes > stored.remaining()) {
+                    throw new InvalidFileException(file, -1, dataset.getPath() + " (" + bytes + " bytes claimed) inside its compact storage",
+                            stored.remaining() + " bytes in its object header");
+                }
+                byte[] copy = new byte[(int) bytes];
+                stored.get(copy);
+                this.address = -1;
+                this.mapped = MemorySegment.ofArray(copy);
+                this.chunked = null;
+            } else if (dataset instanceof ContiguousDataset contiguous && dataset.getFilters().isEmpty() && !dataset.isEmpty()) {
                 this.address = hdf.getUserBlockSize() + contiguous.getDataAddress();
-                if (address < 0 || address + bytes > mapping.bytes.byteSize()) {
+                if (address < 0 || bytes > mapping.bytes.byteSize() - address) {
                     throw new InvalidFileException(file, address, dataset.getPath() + " (" + bytes + " bytes) inside the file",
                             "data past the end of the " + mapping.bytes.byteSize() + "-byte file");
                 }
@@ -1673,6 +1736,16 @@ public final class H5ad implements AnnData {
 
         long length() {
             return dataset.getDimensionsAsLong()[0];
+        }
+
+        /**
+         * Refuses a chunked one-dimensional array of X (data, indices, indptr) with unwritten chunks: anndata writes
+         * every chunk, and only stored chunks make the file back the length it claims.
+         */
+        void requireStored() {
+            if (chunked != null && dataset.getDimensions().length == 1) {
+                chunked.requireComplete(dataset.getPath());
+            }
         }
 
         /**
