@@ -204,7 +204,8 @@ public final class Zarr implements AutoCloseable {
                 if (key.startsWith(prefix)) {
                     String rest = key.substring(prefix.length());
                     int slash = rest.indexOf('/');
-                    if (slash > 0 && (rest.endsWith("/.zarray") || rest.endsWith("/.zgroup"))) {
+                    if (slash > 0 && (rest.endsWith("/.zarray") || rest.endsWith("/.zgroup"))
+                            && ZarrStore.isValidKey(rest.substring(0, slash))) {
                         names.add(rest.substring(0, slash));
                     }
                 }
@@ -218,7 +219,7 @@ public final class Zarr implements AutoCloseable {
                     + "path, or consolidate it with zarr.consolidate_metadata");
         }
         for (String name : listed) {
-            if (!name.startsWith(".")) {
+            if (!name.startsWith(".") && ZarrStore.isValidKey(name)) {
                 String child = group.isEmpty() ? name : group + "/" + name;
                 if (isArray(child) || isGroup(child)) {
                     names.add(name);

@@ -228,7 +228,11 @@ final class ZipStore implements ZarrStore {
             if (key.startsWith(start) && key.length() > start.length()) {
                 String rest = key.substring(start.length());
                 int slash = rest.indexOf('/');
-                names.add(slash < 0 ? rest : rest.substring(0, slash));
+                String name = slash < 0 ? rest : rest.substring(0, slash);
+                // an entry such as X//data or a/./b names no child: listing it would make a group its own child
+                if (!name.isEmpty() && !name.equals(".") && !name.equals("..")) {
+                    names.add(name);
+                }
             }
         }
         return new ArrayList<>(names);
@@ -236,7 +240,7 @@ final class ZipStore implements ZarrStore {
 
     @Override
     public Path location(String key) {
-        return Path.of(zip + "!/" + key);
+        return Path.of(zip + "!/" + ZarrStore.printable(key));
     }
 
     private byte[] read(long position, int length) {
