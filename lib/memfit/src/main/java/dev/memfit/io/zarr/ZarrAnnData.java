@@ -301,7 +301,7 @@ public final class ZarrAnnData implements AnnData {
                     + (byColumns ? " (column pointers of a CSC X) of n_vars + 1 = " : " of n_obs + 1 = ") + (pointed + 1)
                     + " entries", pointerArray.length() + " entries");
         }
-        long[] pointers = pointerArray.toLongArray();
+        long[] pointers = pointerArray.readStoredLongs();
         if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
             throw new InvalidFileException(zarr.location(pointerArray.path()), -1, pointerArray.path() + " from 0 to the " + nnz
                     + " stored values", "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
@@ -1017,7 +1017,7 @@ public final class ZarrAnnData implements AnnData {
         }
         int n = (int) shape[0];
         if (type.isText()) {
-            String[] texts = array.readStrings(0, n);
+            String[] texts = array.readStoredStrings();
             for (int i = 0; i < texts.length; i++) {
                 if (texts[i] == null) {
                     texts[i] = "";
@@ -1029,8 +1029,7 @@ public final class ZarrAnnData implements AnnData {
             throw new InvalidFileException(zarr.location(array.path()), -1, AnnDataColumns.CARRIED + " in " + shown,
                     "an array of float16" + AnnDataColumns.CONVERT);
         }
-        byte[] raw = new byte[Math.multiplyExact(n, type.itemSize())];
-        array.readRows(0, n, MemorySegment.ofArray(raw));
+        byte[] raw = array.readStoredBytes();
         ByteBuffer bytes = ByteBuffer.wrap(raw).order(ByteOrder.nativeOrder());
         return switch (type.kind()) {
             case BOOL -> {

@@ -608,6 +608,101 @@ public final class ZarrArray {
         return readStrings(0, wholeCount());
     }
 
+    /**
+     * Reads the whole of a 1-D array that must have every chunk stored, as anndata writes its arrays (sparse
+     * pointers, dataframe columns): its bytes in native byte order, as {@link #readRows} writes them. Memory grows with
+     * the chunks read, never with the shape {@code .zarray} claims; a chunk the store lacks is refused rather than read
+     * as the fill value, which nothing in the store would back.
+     *
+     * @return the elements' bytes
+     * @throws InvalidFileException naming the missing or damaged chunk, or an array of more than 2 GiB
+     */
+    byte[] readStoredBytes() {
+        requireVector("readStoredBytes");
+        requireFixedWidth("readStoredBytes");
+        long total = dims[0] * dtype.itemSize();
+        if (total > Integer.MAX_VALUE - 8) {
+            throw invalid(key(".zarray"), "an array of at most 2 GiB to read whole", total + " bytes");
+        }
+        byte[] out = new byte[(int) Math.min(total, 1 << 16)];
+        int filled = 0;
+        long[] coords = new long[1];
+        for (long c = 0; filled < total; c++) {
+            coords[0] = c;
+            byte[] chunk = streamable ? streamedChunk(coords) : numericChunk(coords);
+            if (chunk == null) {
+                throw missing(coords);
+            }
+            int take = (int) Math.min(chunkBytes, total - filled);
+            if (take > out.length - filled) {
+                out = Arrays.copyOf(out, (int) Math.min(total, Math.max(2L * out.length, (long) filled + take)));
+            }
+            System.arraycopy(chunk, 0, out, filled, take);
+            filled += take;
+        }
+        return out;
+    }
+
+    /**
+     * {@link #readStoredBytes()} as whole numbers (see {@link #readLongs}).
+     *
+     * @return the values
+     */
+    long[] readStoredLongs() {
+        requireWhole("readStoredLongs");
+        byte[] bytes = readStoredBytes();
+        return longsOf(ByteBuffer.wrap(bytes).order(NATIVE), bytes.length / dtype.itemSize());
+    }
+
+    /**
+     * Reads the whole of a 1-D text array that must have every chunk stored, as {@link #readStoredBytes()} reads
+     * numbers: the strings as {@link #readStrings} gives them, the array growing with the chunks read.
+     *
+     * @return the strings
+     * @throws InvalidFileException naming the missing or damaged chunk
+     */
+    String[] readStoredStrings() {
+        requireVector("readStoredStrings");
+        if (dtype.kind() != ZarrDType.Kind.STRING) {
+            byte[] bytes = readStoredBytes();
+            String[] out = new String[bytes.length / dtype.itemSize()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = fixedString(bytes, i * dtype.itemSize());
+            }
+            return out;
+        }
+        if (dims[0] > Integer.MAX_VALUE - 8) {
+            throw invalid(key(".zarray"), "fewer than 2^31 strings to read whole", dims[0] + " strings");
+        }
+        int total = (int) dims[0];
+        String[] out = new String[Math.min(total, 1 << 12)];
+        int filled = 0;
+        long[] coords = new long[1];
+        for (long c = 0; filled < total; c++) {
+            coords[0] = c;
+            Object chunk = chunk(coords);
+            if (chunk == MISSING) {
+                throw missing(coords);
+            }
+            String[] strings = (String[]) chunk;
+            int take = (int) Math.min(chunkElements, total - filled);
+            if (strings.length < take) {
+                throw invalid(chunkKey(coords), "at least " + take + " strings", strings.length + " strings");
+            }
+            if (take > out.length - filled) {
+                out = Arrays.copyOf(out, (int) Math.min(total, Math.max(2L * out.length, (long) filled + take)));
+            }
+            System.arraycopy(strings, 0, out, filled, take);
+            filled += take;
+        }
+        return out;
+    }
+
+    private InvalidFileException missing(long[] coords) {
+        return invalid(chunkKey(coords), "chunk " + Arrays.toString(coords) + " of " + this + " stored (an array read whole"
+                + " must have every chunk, as anndata writes it)", "no such key in the store");
+    }
+
     private int wholeCount() {
         long size = size();
         if (size > Integer.MAX_VALUE - 8) {
