@@ -582,7 +582,10 @@ final class ChunkedVector {
                     case DEFLATE -> inflate(input, expectedSize(k, i));
                     case SHUFFLE -> unshuffle(input.toArray(ValueLayout.JAVA_BYTE), filter.getData().length > 0 ? filter.getData()[0] : elementSize);
                     case FLETCHER32 -> fletcher32(input);
-                    default -> FilterManager.getPipeline(List.of(filter)).decode(input.toArray(ValueLayout.JAVA_BYTE));
+                    default -> {
+                        checkSizesForJhdf(filter, input, expectedSize(k, i));
+                        yield FilterManager.getPipeline(List.of(filter)).decode(input.toArray(ValueLayout.JAVA_BYTE));
+                    }
                 };
             } catch (InvalidFileException e) {
                 throw e;
@@ -595,6 +598,71 @@ final class ChunkedVector {
                     (current == null ? sizes[k] : current.length) + " bytes");
         }
         return current;
+    }
+
+    /**
+     * Checks the sizes that jhdf's lzf, lz4 and bitshuffle decoders allocate by (the filter's parameters, the
+     * stream's headers) against the size the chunk must decode to, and the lz4 block lengths against the stream,
+     * before jhdf allocates anything: jhdf trusts them.
+     */
+    private static void checkSizesForJhdf(FilterInfo filter, MemorySegment input, int size) throws DataFormatException {
+        int[] data = filter.getData();
+        switch (filter.getId()) {
+            case 32000 -> {
+                // h5py's lzf: cd_values[2] is the chunk's size in bytes, which jhdf allocates
+                if (data.length < 3 || data[2] != size) {
+                    throw new DataFormatException("lzf parameters " + Arrays.toString(data) + " for a chunk of " + size + " bytes");
+                }
+            }
+            case 32004 -> checkLz4Blocks(input, size, false);
+            case 32008 -> {
+                // bitshuffle: [.., .., element size, block size, compression]; lz4 streams are framed as the lz4 filter's
+                if (data.length < 5 || data[2] <= 0 || data[3] < 0) {
+                    throw new DataFormatException("bitshuffle parameters " + Arrays.toString(data));
+                }
+                if (data[4] == 2) {
+                    checkLz4Blocks(input, size, true);
+                }
+            }
+            default -> {
+                // no other filter gets this far (the constructor refuses them)
+            }
+        }
+    }
+
+    /**
+     * The HDF5 lz4 framing (and bitshuffle's): an 8-byte big-endian total size, a 4-byte block size, then per block
+     * a 4-byte length and that many bytes; the total must be the chunk's size and every block inside the stream. The
+     * lz4 filter writes a block for every started block size (its block size at most the chunk's); bitshuffle only
+     * for whole blocks (the rest follows as is), and allocates a block of its block size, which an lz4 block of the
+     * stream must be able to decode to ({@link #MOST_EXPANSION}).
+     */
+    private static void checkLz4Blocks(MemorySegment input, int size, boolean bitshuffle) throws DataFormatException {
+        String what = bitshuffle ? "bitshuffle lz4" : "lz4";
+        ValueLayout.OfLong total = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+        ValueLayout.OfInt word = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+        if (input.byteSize() < 12 || input.get(total, 0) != size) {
+            throw new DataFormatException(what + " stream of " + input.byteSize() + " bytes not starting with the chunk's size "
+                    + size);
+        }
+        long block = input.get(word, 8) & 0xffffffffL;
+        if (block == 0 || (bitshuffle ? block > MOST_EXPANSION * input.byteSize() : block > size && size > 0)) {
+            throw new DataFormatException(what + " block size " + block + " for a chunk of " + size + " bytes");
+        }
+        long blocks = bitshuffle ? Math.max(1, size / block) : (size + block - 1) / block;
+        long position = 12;
+        for (long done = 0; done < blocks * block && done < size; done += block) {
+            if (position + 4 > input.byteSize()) {
+                throw new DataFormatException(what + " stream ending before the block for byte " + done);
+            }
+            long length = input.get(word, position) & 0xffffffffL;
+            position += 4;
+            if (length > input.byteSize() - position) {
+                throw new DataFormatException(what + " block of " + length + " bytes at byte " + position + " of "
+                        + input.byteSize());
+            }
+            position += length;
+        }
     }
 
     /** The size a filter's output must have: the chunk plus the checksums of the fletcher32 filters applied before it. */
