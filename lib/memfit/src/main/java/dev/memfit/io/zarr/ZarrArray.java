@@ -69,6 +69,8 @@ public final class ZarrArray {
     private final long rowElements;
     /** Whether a decoded chunk needs no conversion (C order, native byte order), so whole chunks can be streamed. */
     private final boolean streamable;
+    /** Set for an array whose every chunk must be stored ({@link #refuseMissingChunks}). */
+    private volatile boolean storedOnly;
     /** The fill value's bytes once known (empty when zero). */
     private volatile byte[] fillPattern;
 
@@ -351,6 +353,9 @@ public final class ZarrArray {
      */
     private void copyRegion(byte[] chunk, long[] coords, long rowStart, long rowEnd, long first, MemorySegment into,
             int item) {
+        if (chunk == null && storedOnly) {
+            throw missing(coords);
+        }
         int n = dims.length;
         long[] lo = new long[n];
         long[] hi = new long[n];
@@ -696,6 +701,14 @@ public final class ZarrArray {
             filled += take;
         }
         return out;
+    }
+
+    /**
+     * Makes every read refuse a chunk the store lacks rather than read it as the fill value: for arrays anndata
+     * writes whole (a sparse X's data and indices), where a missing chunk is damage.
+     */
+    void refuseMissingChunks() {
+        storedOnly = true;
     }
 
     private InvalidFileException missing(long[] coords) {
