@@ -712,8 +712,8 @@ public final class ZarrArray {
     }
 
     private InvalidFileException missing(long[] coords) {
-        return invalid(chunkKey(coords), "chunk " + Arrays.toString(coords) + " of " + this + " stored (an array read whole"
-                + " must have every chunk, as anndata writes it)", "no such key in the store");
+        return invalid(chunkKey(coords), "chunk " + Arrays.toString(coords) + " of " + this + " stored (anndata writes every"
+                + " chunk of the arrays memfit reads whole or by stored values)", "no such key in the store");
     }
 
     private int wholeCount() {

@@ -24,6 +24,11 @@ class ZarrFuzzTest {
     private static final Path FOLDER = Fuzzing.tempFolder("memfit-fuzz-zarr");
     /** Dense bytes read at most from one array or one range of rows: a store legitimately expands (sparse X, fill values). */
     static final long MOST_READ_BYTES = 1L << 20;
+    /**
+     * Chunks one read touches at most: an array may legitimately have many tiny chunks, most of them missing (read as
+     * the fill value), and each costs a lookup in the store, so the caller bounds them as it bounds bytes.
+     */
+    private static final long MOST_CHUNKS = 64;
     /** Strings read at most from one array. */
     private static final int MOST_STRINGS = 1 << 12;
     /** Groups nested deeper than this are not walked (a store lists each group's children once). */
@@ -84,7 +89,7 @@ class ZarrFuzzTest {
 
     /**
      * Reads the first elements of an array as its type asks (at most {@link #MOST_READ_BYTES} of rows, or
-     * {@link #MOST_STRINGS} strings), then a range starting inside its first chunk.
+     * {@link #MOST_STRINGS} strings, in at most {@link #MOST_CHUNKS} chunks), then a range starting inside it.
      *
      * @param array the array
      */
@@ -94,9 +99,20 @@ class ZarrFuzzTest {
         if (array.length() == 0) {
             return;
         }
+        // the chunks a row spans, and the rows of MOST_CHUNKS chunks
+        long[] shape = array.shape();
+        int[] chunks = array.chunks();
+        long chunksPerRow = 1;
+        for (int d = 1; d < shape.length && chunksPerRow <= MOST_CHUNKS; d++) {
+            chunksPerRow *= Math.min(MOST_CHUNKS + 1, shape[d] / chunks[d] + (shape[d] % chunks[d] == 0 ? 0 : 1));
+        }
+        if (chunksPerRow > MOST_CHUNKS) {
+            return;
+        }
+        long mostRows = shape.length == 0 || chunksPerRow == 0 ? array.length() : MOST_CHUNKS / chunksPerRow * chunks[0];
         if (array.dtype().kind() == ZarrDType.Kind.STRING) {
             if (array.shape().length <= 1) {
-                int n = (int) Math.min(array.length(), MOST_STRINGS);
+                int n = (int) Math.min(Math.min(array.length(), MOST_STRINGS), mostRows);
                 array.readStrings(0, n);
                 array.readStrings(n / 2, n - n / 2);
             }
@@ -106,7 +122,7 @@ class ZarrFuzzTest {
         if (rowBytes <= 0 || rowBytes > MOST_READ_BYTES) {
             return;
         }
-        long rows = Math.min(array.length(), MOST_READ_BYTES / rowBytes);
+        long rows = Math.min(Math.min(array.length(), MOST_READ_BYTES / rowBytes), mostRows);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment into = arena.allocate(rows * rowBytes);
             // whole chunks (streamed through a per-thread buffer), then part of a chunk (decoded into the cache)
