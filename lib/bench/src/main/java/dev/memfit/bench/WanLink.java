@@ -50,6 +50,8 @@ public final class WanLink implements AutoCloseable {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong bytesDown = new AtomicLong();
     private final AtomicLong bytesUp = new AtomicLong();
+    /** {@link System#nanoTime()} of the first connection since the last {@link #resetFirstConnection}; 0 before. */
+    private final AtomicLong firstConnection = new AtomicLong();
 
     private WanLink(URI upstream, Duration roundTrip, long bytesPerSecond) throws IOException {
         this.upstream = upstream;
@@ -121,6 +123,21 @@ public final class WanLink implements AutoCloseable {
     }
 
     /**
+     * When the first client connected since {@link #resetFirstConnection()} (or since the link started): what a
+     * process's time to its first request is measured against.
+     *
+     * @return {@link System#nanoTime()} at that connection, or 0 when none came
+     */
+    public long firstConnectionNanos() {
+        return firstConnection.get();
+    }
+
+    /** Forgets the first connection, so that the next one is recorded. */
+    public void resetFirstConnection() {
+        firstConnection.set(0);
+    }
+
+    /**
      * Bytes relayed from the server to clients so far (response heads and bodies).
      *
      * @return bytes
@@ -161,6 +178,7 @@ public final class WanLink implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket client = server.accept();
+                firstConnection.compareAndSet(0, System.nanoTime());
                 threads.submit(() -> serve(client));
             } catch (IOException e) {
                 return; // closed

@@ -452,6 +452,16 @@ public final class ShardPlan implements Serializable {
     }
 
     /**
+     * What the metadata records of an input: its path, or the address of the object it is a staged copy of.
+     *
+     * @param input its index in {@link #inputs()}
+     * @return the path or address
+     */
+    public String sourceName(int input) {
+        return sourceNames[input];
+    }
+
+    /**
      * The matrix of the inputs converted.
      *
      * @return {@code X}, {@code raw/X} or {@code layers/NAME}

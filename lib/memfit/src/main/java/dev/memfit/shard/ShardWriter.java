@@ -346,7 +346,9 @@ public final class ShardWriter {
                 removed.addAll(removeStale(outputDir, shards, layout));
                 removed.addAll(lock.removedTemporaries().stream().map(f -> f.getFileName().toString()).sorted().toList());
                 int written = 0;
-                String label = inputs.size() == 1 ? inputs.getFirst().getFileName().toString() : inputs.size() + " files";
+                // an object's name, not its staged copy's ("object")
+                String label = inputs.size() == 1 ? plan.sourceName(0).replaceAll(".*/(?=[^/]+$)", "")
+                        : inputs.size() + " files";
                 ShardPlan.Input open = null;
                 try {
                     int firstToWrite = java.util.stream.IntStream.range(0, shards).filter(s -> !good[s]).findFirst().orElse(-1);

@@ -134,6 +134,47 @@ class NpyObjectTest {
     }
 
     @Test
+    void anEpochInFileOrderThroughACacheOfAFewBlocksDownloadsEachBlockOnce() {
+        // 14 blocks of 32 KiB through a cache that holds 2 or 3: the loader's announcements (two batches prefetched)
+        // must neither evict blocks fetched ahead and not yet read, nor the block being read
+        long blockOnDisk = BLOCK + 4L * (BLOCK / ObjectCache.PIECE) + 12;
+        for (int blocks : new int[] {2, 3}) {
+            for (int threads : new int[] {1, 3}) {
+                long limit = blocks * blockOnDisk;
+                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                        .setFolder(folder.resolve(blocks + "-blocks-" + threads + "-threads")).optBlockBytes(BLOCK)
+                        .optLimitBytes(limit).build();
+                     Loader loader = Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(cache).lazy(threads)
+                             .optBatchSize(64).build()) {
+                    assertEquals(ROWS, checkEpoch(loader, 0, expected32, new HashSet<>()));
+                    CacheStatistics statistics = cache.statistics();
+                    assertEquals(objectBytes, statistics.bytesDownloaded(), blocks + " blocks, " + threads
+                            + " threads: " + statistics);
+                    assertTrue(cache.usedBytes() <= limit, cache.usedBytes() + " bytes cached");
+                }
+            }
+        }
+    }
+
+    @Test
+    void aShuffledEpochThroughACacheOfAFewBlocksReadsRightAndEndsUnderTheLimit() {
+        // random rows over 14 blocks through a cache of 3: blocks are downloaded again (the limit cannot hold what
+        // later batches need), but the values are numpy's and the folder is back under its limit once reads are done
+        long blockOnDisk = BLOCK + 4L * (BLOCK / ObjectCache.PIECE) + 12;
+        long limit = 3 * blockOnDisk;
+        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(limit).build();
+             Loader loader = Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(cache).lazy(4)
+                     .optBatchSize(64).optShuffle(5).build()) {
+            for (int epoch = 0; epoch < 2; epoch++) {
+                assertEquals(ROWS, checkEpoch(loader, epoch, expected32, new HashSet<>()));
+                assertTrue(cache.usedBytes() <= limit, cache.usedBytes() + " bytes cached, limit " + limit);
+            }
+            assertTrue(cache.statistics().bytesDownloaded() > objectBytes, cache.statistics().toString());
+        }
+    }
+
+    @Test
     void aFloat64FileWithNumpyDefaultsReadsAsNumpysFloat32Cast() {
         try (ObjectCache cache = cache();
              Loader loader = Datasets.npy("s3://" + BUCKET + "/cells/f64.npy").optCache(cache).lazy(2)

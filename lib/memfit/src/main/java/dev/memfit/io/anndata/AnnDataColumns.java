@@ -7,7 +7,8 @@ import java.nio.file.Path;
 /**
  * The checks every AnnData reader makes on a dataframe column once it has read its arrays, whatever the format: the
  * same encodings ({@code categorical}, {@code nullable-integer}, {@code nullable-boolean}) are refused or accepted the
- * same way, with the same messages, naming the store and the column.
+ * same way, with the same messages, naming the store and the column. Plumbing shared by the readers in
+ * {@code io.hdf5} and {@code io.zarr}, public only for that; not a user API.
  */
 public final class AnnDataColumns {
 

@@ -45,7 +45,7 @@ import java.nio.file.StandardOpenOption;
  *
  * <p>The result is two raw files in native byte order, {@code values.f32} (or {@code values.f64}: a float64 X keeps
  * its values exactly) and {@code columns.i32}, written under temporary names, renamed when complete, and mapped
- * read-only.
+ * read-only. Plumbing shared by the readers in {@code io.hdf5} and {@code io.zarr}, public only for that; not a user API.
  */
 public final class CscTranspose {
 

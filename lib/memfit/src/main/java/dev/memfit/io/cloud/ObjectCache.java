@@ -69,16 +69,33 @@ import java.util.zip.CRC32C;
  * {@link AtomicMove}); inserting a block and evicting others happen under an exclusive file lock on
  * {@code FOLDER/.lock}, so several processes (and several caches in one process) can share a folder. The cache holds
  * at most {@link Builder#optLimitBytes} bytes of finished blocks and staged objects: before a block is added, the least
- * recently used files are removed until it fits. Reads mark the blocks they use as recently used (their
- * modification time, which every process sees), a block at most once between two insertions of this cache.
+ * recently used files are removed until it fits, except files held by this JVM's caches (pinned, in a read-ahead
+ * window, or being fetched or mapped by a read), which may keep the folder above its limit until released. Reads mark
+ * the blocks they use as recently used (their modification time, which every process sees), a block at most once
+ * between two insertions of this cache.
+ *
+ * <p><b>One download per block.</b> Loaders announce the reads of a batch before reading it ({@link #willRead}), and
+ * a read over several blocks announces itself. Announced reads form a read-ahead window, in the order announced, of
+ * at most as many distinct blocks as the limit holds besides the block being read: those blocks are kept from eviction
+ * until their announced reads are done (blocks already mapped only while the cache is evicting: otherwise nothing of
+ * it would evict them, and a warm epoch pays no bookkeeping), and the missing ones are fetched in the background in
+ * that order, up to {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read, nor
+ * one a read is using, and a pass in file order downloads each block once whatever the limit; a limit of one block
+ * (a warning says so) fetches nothing ahead, each block as it is read. A random order over an object larger than the
+ * limit does download blocks again: the limit cannot hold what later batches need (stage the object with
+ * {@link #stage} when the limit holds it, or read in a block-shuffled order). Processes and caches sharing a folder
+ * see each other's downloads: a download holds its block's lock ({@code FOLDER/.fetch.lock}, one byte per block,
+ * released by the system when its process dies), and a block another one is downloading is waited for, then read from
+ * the folder. What a cache holds from eviction is known to its own JVM only: another process may evict it, and it is
+ * then downloaded again.
  *
  * <p>The cache is a {@link Storage}: paths in the form {@link ObjectUri#toPath()} ({@code s3:/bucket/key}) read
  * objects, so a reader that takes a storage reads a bucket through the cache. It is thread-safe; reads spanning
- * several missing blocks fetch them in parallel. One exception to "through blocks": the first read within an object's
- * first {@value #HEADER_BYTES} bytes, while its first block is not cached, coming or announced (and is much larger
- * than that), goes straight to the store, uncached and unchecked by a CRC (as any byte fresh from the server), so that
- * reading a header (of a {@code .npy}, of every MRC stack of a listing, for {@code inspect}) costs one small request
- * rather than a block.
+ * several missing blocks fetch them in parallel (within the read-ahead window). One exception to "through blocks":
+ * the first read within an object's first {@value #HEADER_BYTES} bytes, while its first block is not cached, coming
+ * or announced (and is much larger than that), goes straight to the store, uncached and unchecked by a CRC (as any
+ * byte fresh from the server), so that reading a header (of a {@code .npy}, of every MRC stack of a listing, for
+ * {@code inspect}) costs one small request rather than a block.
  *
  * <pre>{@code
  * try (ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.fromEnvironment())
@@ -109,6 +126,8 @@ public final class ObjectCache implements Storage {
     private static final int OPEN_BLOCKS = 512;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
+    /** Reads after the last eviction during which announced reads of mapped blocks are still tracked. */
+    static final long EVICTING_READS = 1 << 16;
     private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
 
     private final ObjectStore store;
@@ -124,15 +143,14 @@ public final class ObjectCache implements Storage {
      * block neither parses the path nor builds a file name. Cleared with {@link #opened}.
      */
     private final Map<Path, Resolved> resolved = new ConcurrentHashMap<>();
+    /** Downloads of this cache in progress, by block file: a second reader of the block waits for the first. */
     private final Map<Path, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
-    /** Blocks announced by {@link #willRead} still to start, oldest first, and the same as a set. */
-    private final java.util.Queue<Announced> waiting = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    private final Set<Path> announced = ConcurrentHashMap.newKeySet();
-    /**
-     * Announced blocks that a reader fetched itself before their turn: not started again when their turn comes (with
-     * a cache smaller than the data they may be evicted by then, and fetching them again would be a wasted download).
-     */
-    private final Set<Path> fetchedBeforeTheirTurn = ConcurrentHashMap.newKeySet();
+    /** Reads announced ({@link #willRead}, and reads over several blocks), and the blocks protected and fetched ahead. */
+    private final ReadAhead<Resolved> readAhead;
+    /** The per-block download locks of the folder, shared with the other caches and processes on it. */
+    private final FetchLocks fetchLocks;
+    /** Full blocks (with their checksum tables) the limit holds. */
+    private final long limitBlocks;
     /** Mapped block files by path; read without a lock (the hot path), evicted approximately by last use. */
     private final Map<Path, BlockHandle> handles = new ConcurrentHashMap<>();
     /** The most blocks kept mapped: {@link #OPEN_BLOCKS}, or as many as the limit holds, at least 4. */
@@ -152,11 +170,24 @@ public final class ObjectCache implements Storage {
     private final LongAdder corruptBlocks = new LongAdder();
     private final LongAdder evictedBlocks = new LongAdder();
     /**
-     * Files readers of this cache are using ({@link #pin}), with how many pins each holds: eviction leaves them in
-     * place. In-process only; another process sharing the folder may still evict them (a reader keeps them open or
-     * mapped, which outlives the deletion on POSIX file systems).
+     * Files the caches of this JVM keep from eviction (by absolute path, so one map serves every folder), with how many
+     * holds each has: pinned by readers ({@link #pin}), blocks in a read-ahead window (announced reads still to come,
+     * fetched ahead or not), and blocks a read is fetching or mapping. Eviction by any cache of the JVM leaves them in
+     * place: two loaders with a cache each on one folder do not evict each other's. In-process only; another process
+     * sharing the folder may still evict them (a reader keeps them open or mapped, which outlives the deletion on
+     * POSIX file systems; a block fetched ahead is then fetched again).
      */
-    private final Map<Path, Integer> pinned = new ConcurrentHashMap<>();
+    private static final Map<Path, Integer> HELD = new ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The last eviction left the folder above the limit because of held files (see {@link #trimIfOverLimit}). */
+    private volatile boolean overLimit;
+    /**
+     * The reads of this cache (hits and misses) when it last had to evict, or -1: while it evicts (its last eviction
+     * is less than {@link #EVICTING_READS} reads ago), announced reads of blocks it has mapped are tracked too, to
+     * keep those blocks until read. Otherwise nothing of this cache evicts, and a warm epoch's announcements of mapped
+     * blocks (every record of every batch) cost no bookkeeping.
+     */
+    private volatile long evictedAtRead = -1;
     /** Object versions whose head was read directly once ({@link #readDirect}). */
     private final Set<ObjectInfo> directHeads = ConcurrentHashMap.newKeySet();
 
@@ -167,11 +198,21 @@ public final class ObjectCache implements Storage {
         this.blockBytes = settings.blockBytes;
         this.openBlocks = (int) Math.max(4, Math.min(OPEN_BLOCKS, settings.limitBytes / settings.blockBytes));
         this.fetchSlots = new Semaphore(settings.parallelRequests);
+        this.limitBlocks = settings.limitBytes / blockOnDisk(settings.blockBytes);
+        // every block the limit holds but one, the block being read; a cache of one block fetches as it reads
+        this.readAhead = new ReadAhead<>(new WindowBlocks(), (int) Math.min(1 << 20, limitBlocks - 1),
+                settings.parallelRequests);
         try {
             Files.createDirectories(folder);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the cache folder " + folder, e);
         }
+        this.fetchLocks = FetchLocks.open(folder);
+    }
+
+    /** The bytes a full block takes in the folder: its data and its checksum table. */
+    static long blockOnDisk(int blockBytes) {
+        return blockBytes + 4L * pieces(blockBytes) + 12;
     }
 
     /**
@@ -219,9 +260,10 @@ public final class ObjectCache implements Storage {
         /**
          * The most bytes of cached blocks and staged objects kept in the folder (default 10 GiB); least recently
          * used ones are removed to stay below. Downloads in progress come on top (at most one block per parallel
-         * request).
+         * request). Read-ahead uses what the limit holds besides one block: a limit of fewer than two blocks (with
+         * their checksum tables) allows none, and a warning says so.
          *
-         * @param bytes the limit, at least one block
+         * @param bytes the limit, at least one block with its checksum table
          * @return this builder
          */
         public Builder optLimitBytes(long bytes) {
@@ -268,12 +310,20 @@ public final class ObjectCache implements Storage {
                 throw new MemfitException("ObjectCache: optBlockBytes must be a multiple of " + PIECE
                         + " between 32 KiB and 1 GiB, got " + blockBytes);
             }
-            if (limitBytes < blockBytes) {
-                throw new MemfitException("ObjectCache: optLimitBytes (" + limitBytes + ") must hold at least one block ("
-                        + blockBytes + " bytes); raise the limit or lower optBlockBytes");
+            if (limitBytes < blockOnDisk(blockBytes)) {
+                throw new MemfitException("ObjectCache: optLimitBytes (" + limitBytes + ") must hold at least one block "
+                        + "with its checksums (" + blockOnDisk(blockBytes) + " bytes for blocks of " + blockBytes
+                        + "), and two (" + 2 * blockOnDisk(blockBytes) + ") to fetch ahead; raise the limit or lower "
+                        + "optBlockBytes");
             }
             if (parallelRequests < 1) {
                 throw new MemfitException("ObjectCache: optParallelRequests must be at least 1, got " + parallelRequests);
+            }
+            if (limitBytes < 2 * blockOnDisk(blockBytes)) {
+                System.getLogger(ObjectCache.class.getName()).log(System.Logger.Level.WARNING, "the cache " + folder
+                        + " is limited to " + limitBytes + " bytes, one block of " + blockBytes + ": blocks are fetched "
+                        + "one at a time as they are read, none ahead; a limit of at least " + 2 * blockOnDisk(blockBytes)
+                        + " bytes (two blocks with their checksums) lets reads overlap downloads");
             }
             return new ObjectCache(this);
         }
@@ -383,6 +433,7 @@ public final class ObjectCache implements Storage {
     public void refresh() {
         opened.clear();
         resolved.clear();
+        readAhead.clear(); // announcements of the old versions' blocks
     }
 
     /**
@@ -407,6 +458,8 @@ public final class ObjectCache implements Storage {
         final ObjectInfo info;
         final Path entry;
         private final Path[] blockFiles;
+        /** A read of the first block was announced: its head is then read through the block, not directly. */
+        volatile boolean headAnnounced;
 
         Resolved(ObjectInfo info, Path entry) {
             this.info = info;
@@ -454,13 +507,33 @@ public final class ObjectCache implements Storage {
                 && readDirect(object, position, into)) {
             return;
         }
-        Set<Long> fetched = last > first ? fetchMissing(info, object.entry, first, last) : Set.of();
+        if (first == last) {
+            Path file = object.blockFile(first);
+            readBlock(info, object.entry, file, first, position - first * blockBytes, into, false);
+            readAhead.consume(file);
+            return;
+        }
+        // A read over several blocks announces itself: its blocks are fetched ahead within the read-ahead window (in
+        // parallel, up to the parallel-request limit) and each one leaves the window once copied, so that a read
+        // larger than the limit streams through it rather than evicting its own blocks before it copies them.
+        boolean[] missing = new boolean[(int) (last - first + 1)];
         for (long block = first; block <= last; block++) {
-            long blockStart = block * blockBytes;
-            long from = Math.max(position, blockStart);
-            long to = Math.min(position + length, blockStart + blockLength(info, block));
-            readBlock(info, object.entry, object.blockFile(block), block, from - blockStart,
-                    into.asSlice(from - position, to - from), fetched.contains(block));
+            Path file = object.blockFile(block);
+            missing[(int) (block - first)] = !handles.containsKey(file) && !Files.exists(file);
+        }
+        List<ReadAhead.Entry<Resolved>> own = announce(object, first, last, true);
+        try {
+            for (long block = first; block <= last; block++) {
+                long blockStart = block * blockBytes;
+                long from = Math.max(position, blockStart);
+                long to = Math.min(position + length, blockStart + blockLength(info, block));
+                Path file = object.blockFile(block);
+                readBlock(info, object.entry, file, block, from - blockStart, into.asSlice(from - position, to - from),
+                        missing[(int) (block - first)]);
+                readAhead.consume(file);
+            }
+        } finally {
+            readAhead.withdraw(own); // those a failure left, or that older announcements stood for
         }
     }
 
@@ -476,8 +549,8 @@ public final class ObjectCache implements Storage {
      */
     private boolean readDirect(Resolved object, long position, MemorySegment into) {
         Path file = object.blockFile(0);
-        if (handles.containsKey(file) || inFlight.containsKey(file) || announced.contains(file) || Files.exists(file)
-                || !directHeads.add(object.info)) {
+        if (handles.containsKey(file) || inFlight.containsKey(file) || object.headAnnounced
+                || readAhead.announced(file) || Files.exists(file) || !directHeads.add(object.info)) {
             return false;
         }
         long start = System.nanoTime();
@@ -493,47 +566,55 @@ public final class ObjectCache implements Storage {
     }
 
     /**
-     * Fetches the missing blocks of a range in parallel (up to the parallel-request limit), waiting for all; returns
-     * the blocks that were missing.
-     */
-    private Set<Long> fetchMissing(ObjectInfo info, Path entry, long first, long last) {
-        List<Future<?>> pending = new ArrayList<>();
-        Set<Long> missing = new HashSet<>();
-        for (long block = first; block <= last; block++) {
-            Path file = blockFile(entry, block);
-            if (!Files.exists(file)) {
-                long b = block;
-                missing.add(b);
-                pending.add(fetchers.submit(() -> fetch(info, entry, b, file)));
-            }
-        }
-        if (pending.isEmpty()) {
-            return missing;
-        }
-        long start = System.nanoTime();
-        try {
-            for (Future<?> future : pending) {
-                future.get();
-            }
-        } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MemfitException("interrupted while fetching blocks of " + info.uri(), e);
-        } finally {
-            waitedNanos.add(System.nanoTime() - start);
-        }
-        return missing;
-    }
-
-    /**
      * Copies part of one block from its cached file, fetching the block when it is missing and again when it fails
      * its check. {@code fetched}: the caller already fetched it for this read (a miss).
      */
     private void readBlock(ObjectInfo info, Path entry, Path file, long block, long offset, MemorySegment into,
                            boolean fetched) {
+        BlockHandle mapped = handles.get(file);
+        if (mapped != null && mapped.acquire()) {
+            // the hot path: a block mapped by this cache is read from its mapping without asking the file system
+            try {
+                mapped.copy(offset, into);
+                used(file, mapped, into.byteSize(), fetched);
+                return;
+            } catch (CorruptBlock e) {
+                discard(file, mapped);
+            } finally {
+                mapped.release();
+            }
+        }
+        // fetched or mapped now: kept from eviction (by this cache's other readers and read-ahead) until copied
+        hold(file);
+        try {
+            readBlockSlowly(info, entry, file, block, offset, into, fetched);
+        } finally {
+            unhold(file);
+        }
+    }
+
+    /** Marks a block as used after a copy, counting a hit or a miss. */
+    private void used(Path file, BlockHandle handle, long bytes, boolean fetched) {
+        long inserted = insertions.get();
+        if (handle.markedAt != inserted) {
+            handle.markedAt = inserted;
+            touch(file);
+        }
+        if (fetched) {
+            misses.increment();
+        } else {
+            hits.increment();
+            bytesFromCache.add(bytes);
+        }
+    }
+
+    private void readBlockSlowly(ObjectInfo info, Path entry, Path file, long block, long offset, MemorySegment into,
+                                 boolean fetched) {
         long expected = blockLength(info, block);
-        int remapped = 0;
+        // failed checks count as attempts; a block evicted or unmapped between its fetch and its read is no failure
+        // of the block (another process evicted it, or this cache dropped the mapping) and is fetched or mapped again
+        int raced = 0;
+        List<String> failures = new ArrayList<>();
         for (int attempt = 0; attempt < 4; attempt++) {
             // a block mapped by this cache is read from its mapping without asking the file system again; its bytes
             // are still checked below (another process evicting the file leaves the mapped bytes intact)
@@ -548,43 +629,43 @@ public final class ObjectCache implements Storage {
                 try {
                     handle = handle(file, expected);
                 } catch (NoSuchFileException e) {
-                    continue; // evicted meanwhile (by another reader or process): fetch it again
+                    if (++raced < 100) {
+                        attempt--;
+                    } else {
+                        failures.add("evicted before it could be read, 100 times");
+                    }
+                    continue;
                 } catch (CorruptBlock e) {
+                    failures.add(e.getMessage());
                     discard(file, null);
                     continue;
                 }
             }
             if (!handle.acquire()) {
                 // unmapped meanwhile (evicted, or least recently used): map it again, which is no failed attempt
-                if (++remapped < 100) {
+                if (++raced < 100) {
                     attempt--;
+                } else {
+                    failures.add("unmapped before it could be read, 100 times");
                 }
                 continue;
             }
             try {
                 handle.copy(offset, into);
             } catch (CorruptBlock e) {
+                failures.add(e.getMessage());
                 discard(file, handle);
                 continue;
             } finally {
                 handle.release();
             }
-            long inserted = insertions.get();
-            if (handle.markedAt != inserted) {
-                handle.markedAt = inserted;
-                touch(file);
-            }
-            if (fetched) {
-                misses.increment();
-            } else {
-                hits.increment();
-                bytesFromCache.add(into.byteSize());
-            }
+            used(file, handle, into.byteSize(), fetched);
             return;
         }
         throw new MemfitException(info.uri() + ": block " + block + " (bytes " + block * blockBytes + ".."
                 + (block * blockBytes + expected) + ") could not be cached and read back intact in 4 attempts (cache "
-                + folder + "); check the disk, or raise the cache limit if other processes evict it");
+                + folder + ": " + String.join("; ", failures) + "); check the disk, or raise the cache limit if other "
+                + "processes evict it");
     }
 
     /** A cached block that failed its check. */
@@ -781,13 +862,18 @@ public final class ObjectCache implements Storage {
         run(mine, info, entry, block, file);
     }
 
-    /** Downloads a block unless it is there now, completing {@code mine} (registered in {@link #inFlight}). */
+    /**
+     * Downloads a block unless it is there now, completing {@code mine} (registered in {@link #inFlight}). The
+     * download holds the block's lock in the folder ({@link FetchLocks}): a block another process or cache is
+     * downloading is waited for, then found in place, not downloaded again.
+     */
     private void run(CompletableFuture<Void> mine, ObjectInfo info, Path entry, long block, Path file) {
         try {
             if (!Files.exists(file)) {
-                download(info, entry, block, file);
-                if (announced.contains(file)) {
-                    fetchedBeforeTheirTurn.add(file);
+                try (FetchLocks.Held ignored = fetchLocks.lock(file)) {
+                    if (!Files.exists(file)) {
+                        download(info, entry, block, file);
+                    }
                 }
             }
             mine.complete(null);
@@ -796,7 +882,58 @@ public final class ObjectCache implements Storage {
             throw e;
         } finally {
             inFlight.remove(file, mine);
-            startAnnounced();
+        }
+    }
+
+    /** Keeps a file from eviction by the caches of this JVM (counted; {@link #unhold} undoes one). */
+    private void hold(Path file) {
+        HELD.merge(file, 1, Integer::sum);
+    }
+
+    private void unhold(Path file) {
+        if (HELD.computeIfPresent(file, (k, count) -> count == 1 ? null : count - 1) == null) {
+            trimIfOverLimit();
+        }
+    }
+
+    /** The read-ahead window's hold on blocks and its fetches, in the background. */
+    private final class WindowBlocks implements ReadAhead.Blocks<Resolved> {
+        @Override
+        public void protect(Path file) {
+            hold(file);
+        }
+
+        @Override
+        public void release(Path file) {
+            unhold(file);
+        }
+
+        @Override
+        public boolean fetch(Resolved object, long block, Path file, Runnable done) {
+            if (handles.containsKey(file) || inFlight.containsKey(file) || Files.exists(file)) {
+                return false;
+            }
+            // registered before the task starts, so that a reader of the block finds it in flight and waits for it
+            CompletableFuture<Void> mine = new CompletableFuture<>();
+            if (inFlight.putIfAbsent(file, mine) != null) {
+                return false;
+            }
+            try {
+                fetchers.submit(() -> {
+                    try {
+                        run(mine, object.info, object.entry, block, file);
+                    } catch (RuntimeException e) {
+                        // left to the read that needs the block: it fetches again and reports the failure
+                    } finally {
+                        done.run();
+                    }
+                });
+                return true;
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                inFlight.remove(file, mine);
+                mine.completeExceptionally(new MemfitException("the cache " + folder + " is closed"));
+                return false;
+            }
         }
     }
 
@@ -921,14 +1058,16 @@ public final class ObjectCache implements Storage {
             total += file.bytes();
         }
         if (total + bytes <= limitBytes) {
+            overLimit = false;
             return;
         }
+        evictedAtRead = hits.sum() + misses.sum();
         files.sort(Comparator.comparingLong(Cached::lastUsed));
         for (Cached file : files) {
             if (total + bytes <= limitBytes) {
                 break;
             }
-            if (file.file().equals(incoming) || pinned.containsKey(file.file())) {
+            if (file.file().equals(incoming) || HELD.containsKey(file.file())) {
                 continue; // in use: pinned files may hold the folder above its limit until they are released
             }
             if (Files.deleteIfExists(file.file())) {
@@ -938,6 +1077,23 @@ public final class ObjectCache implements Storage {
             // it, which returns the deleted file's disk space
             unmap(file.file(), null);
             total -= file.bytes();
+        }
+        // held files kept the folder above its limit: the release of a hold trims it again (trimIfOverLimit)
+        overLimit = total + bytes > limitBytes;
+    }
+
+    /**
+     * Brings the folder back under its limit after an insertion left it above because of held files, once a hold is
+     * released: the limit is exceeded only while files are held, never left exceeded after a pass.
+     */
+    private void trimIfOverLimit() {
+        if (!overLimit || closed.get()) {
+            return;
+        }
+        try {
+            withFolderLock(() -> evictFor(0, null));
+        } catch (IOException | UncheckedIOException e) {
+            // the next insertion evicts what it needs
         }
     }
 
@@ -1010,8 +1166,8 @@ public final class ObjectCache implements Storage {
     }
 
     /**
-     * Protects a cached file (such as a {@link #stage staged} object being read) from eviction by this cache until
-     * the returned handle is closed, so that staging further objects under a small limit never removes the ones in
+     * Protects a cached file (such as a {@link #stage staged} object being read) from eviction by this cache (and the
+     * other caches of this JVM) until the returned handle is closed, so that staging further objects under a small limit never removes the ones in
      * use. Pins count: a file pinned twice stays protected until both handles are closed. Pinned files may keep the
      * folder above its limit.
      *
@@ -1020,11 +1176,11 @@ public final class ObjectCache implements Storage {
      */
     public Pin pin(Path file) {
         Path key = file.toAbsolutePath().normalize();
-        pinned.merge(key, 1, Integer::sum);
+        hold(key);
         java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
         return () -> {
             if (released.compareAndSet(false, true)) {
-                pinned.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
+                unhold(key);
             }
         };
     }
@@ -1155,9 +1311,23 @@ public final class ObjectCache implements Storage {
             throw new UncheckedIOException("cannot read " + note, e);
         }
         long blocks = Math.max(1, (info.size() + blockBytes - 1) / blockBytes);
+        Resolved object = new Resolved(info, entry);
         for (int attempt = 0; ; attempt++) {
-            Set<Long> fetched = info.size() > 0 ? fetchMissing(info, entry, 0, blocks - 1) : Set.of();
-            String md5 = assemble(info, entry, staged, note, blocks, fetched);
+            Set<Long> fetched = new HashSet<>();
+            for (long block = 0; block < blocks && info.size() > 0; block++) {
+                Path file = object.blockFile(block);
+                if (!handles.containsKey(file) && !Files.exists(file)) {
+                    fetched.add(block);
+                }
+            }
+            // the blocks are fetched ahead, in parallel, within the read-ahead window while they are joined in order
+            List<ReadAhead.Entry<Resolved>> own = info.size() > 0 ? announce(object, 0, blocks - 1, true) : List.of();
+            String md5;
+            try {
+                md5 = assemble(info, entry, staged, note, blocks, fetched);
+            } finally {
+                readAhead.withdraw(own);
+            }
             if (md5 == null) {
                 return new StagedObject(staged, info, info.etagIsMd5());
             }
@@ -1211,12 +1381,15 @@ public final class ObjectCache implements Storage {
         }
         Path temporary = TempFiles.beside(staged);
         try (Arena arena = Arena.ofConfined()) {
+            Files.createDirectories(entry); // before its first block, which may still be on its way
             MemorySegment buffer = arena.allocate(Math.min(blockBytes, Math.max(1, info.size())));
             StagedChecksums checksums = new StagedChecksums();
             try (FileChannel out = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 for (long block = 0; block < blocks && info.size() > 0; block++) {
                     MemorySegment part = buffer.asSlice(0, blockLength(info, block));
-                    readBlock(info, entry, blockFile(entry, block), block, 0, part, fetched.contains(block));
+                    Path file = blockFile(entry, block);
+                    readBlock(info, entry, file, block, 0, part, fetched.contains(block));
+                    readAhead.consume(file);
                     md5.update(part.asByteBuffer());
                     checksums.update(part.asByteBuffer());
                     ByteBuffer data = part.asByteBuffer();
@@ -1358,9 +1531,12 @@ public final class ObjectCache implements Storage {
     }
 
     /**
-     * Starts fetching the missing blocks of a range in the background (within the limit on parallel requests), so
-     * that the blocks of a whole batch download in parallel while its records are read one by one. Failures are left
-     * to the read that needs the block.
+     * Announces a read: its blocks join the read-ahead window in the order announced, where they are kept from
+     * eviction until read and fetched in the background when missing (within the limit on parallel requests), so that
+     * the blocks of a whole batch download in parallel while its records are read one by one. Each read of a block
+     * ends one announcement of it (loaders announce each run of a batch, then read it). The window holds as many
+     * blocks as the limit does besides the one being read; announcements beyond it wait for their turn, and a cache
+     * of one block fetches nothing ahead. Failures are left to the read that needs the block.
      *
      * @param file the object as a path
      * @param position the first byte
@@ -1377,54 +1553,43 @@ public final class ObjectCache implements Storage {
         } catch (RuntimeException e) {
             return; // the read reports it
         }
-        long last = Math.min(position + length, object.info.size()) - 1;
-        for (long block = Math.max(0, position / blockBytes); block <= last / blockBytes; block++) {
-            Path blockFile = object.blockFile(block);
-            if (!handles.containsKey(blockFile) && !inFlight.containsKey(blockFile) && announced.add(blockFile)) {
-                waiting.add(new Announced(object, block, blockFile));
-            }
+        long end = Math.min(position + length, object.info.size());
+        long first = Math.max(0, position / blockBytes);
+        if (first == 0 && end > 0) {
+            object.headAnnounced = true;
         }
-        startAnnounced();
-    }
-
-    /** A block a loader said it will read, waiting for room among the fetches in flight. */
-    private record Announced(Resolved object, long block, Path file) {
+        announce(object, first, (end - 1) / blockBytes, false);
     }
 
     /**
-     * Starts announced blocks in the order they were announced while fewer than half the cache's blocks are in flight
-     * (blocks fetched ahead must not evict each other); each finished fetch starts the next. Announcements beyond the
-     * room wait instead of being dropped: a batch of random rows touches more blocks than that, and the readers would
-     * otherwise fetch the rest one at a time, all waiting on the same neighbouring block.
+     * Announces reads of blocks {@code first..last} to the read-ahead window, but for blocks this cache has mapped
+     * while it does not evict (see {@link #evictedAtRead}): tracking them would only cost time, a few hundred
+     * nanoseconds per announced record.
      */
-    private void startAnnounced() {
-        long room = Math.max(1, limitBytes / blockBytes / 2);
-        while (inFlight.size() < room) {
-            Announced next = waiting.poll();
-            if (next == null) {
-                return;
-            }
-            if (fetchedBeforeTheirTurn.remove(next.file()) || handles.containsKey(next.file())
-                    || inFlight.containsKey(next.file()) || Files.exists(next.file())) {
-                announced.remove(next.file());
-                continue;
-            }
-            // registered before the task starts, so that the batch's other records in this block find it in flight,
-            // and before it stops counting as announced, so that a reader always sees it as one or the other
-            CompletableFuture<Void> mine = new CompletableFuture<>();
-            boolean registered = inFlight.putIfAbsent(next.file(), mine) == null;
-            announced.remove(next.file());
-            if (!registered) {
-                continue;
-            }
-            try {
-                fetchers.submit(() -> run(mine, next.object().info, next.object().entry, next.block(), next.file()));
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                inFlight.remove(next.file(), mine);
-                mine.completeExceptionally(new MemfitException("the cache " + folder + " is closed"));
-                return;
+    private List<ReadAhead.Entry<Resolved>> announce(Resolved object, long first, long last, boolean onlyWhereNone) {
+        long evicted = evictedAtRead;
+        if (readAhead.windowBlocks() == 0
+                || evicted >= 0 && hits.sum() + misses.sum() - evicted < EVICTING_READS) {
+            return readAhead.announce(object, first, last, object::blockFile, onlyWhereNone);
+        }
+        List<ReadAhead.Entry<Resolved>> made = List.of();
+        long from = first;
+        for (long block = first; block <= last + 1; block++) {
+            if (block > last || handles.containsKey(object.blockFile(block))) {
+                if (block > from) {
+                    List<ReadAhead.Entry<Resolved>> these = readAhead.announce(object, from, block - 1,
+                            object::blockFile, onlyWhereNone);
+                    if (made.isEmpty()) {
+                        made = these;
+                    } else {
+                        made = new ArrayList<>(made);
+                        made.addAll(these);
+                    }
+                }
+                from = block + 1;
             }
         }
+        return made;
     }
 
     /**
@@ -1458,13 +1623,17 @@ public final class ObjectCache implements Storage {
 
     @Override
     public String describe() {
-        return "object cache (" + (blockBytes >> 10) + " KiB blocks, limit " + (limitBytes >> 20) + " MiB) over "
-                + store.describe();
+        return "object cache (" + (blockBytes >> 10) + " KiB blocks, limit " + (limitBytes >> 20) + " MiB, "
+                + (readAhead.windowBlocks() > 0 ? "read-ahead up to " + readAhead.windowBlocks() + " blocks"
+                : "no read-ahead: the limit holds one block") + ") over " + store.describe();
     }
 
     /** Closes the open block files, the fetch threads and the store. */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         fetchers.shutdownNow();
         // downloads in flight stop at their next interruptible step; waiting for them keeps a late insertion from
         // writing into the folder after close returns, and the store from closing under them
@@ -1475,9 +1644,11 @@ public final class ObjectCache implements Storage {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        readAhead.clear();
         for (Path file : List.copyOf(handles.keySet())) {
             unmap(file, null);
         }
+        fetchLocks.close();
         store.close();
     }
 }

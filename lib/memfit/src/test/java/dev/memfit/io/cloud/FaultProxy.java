@@ -38,6 +38,12 @@ final class FaultProxy implements AutoCloseable {
     volatile int cutAfterBytes = 1000;
     /** Faults injected so far. */
     final AtomicInteger injected = new AtomicInteger();
+    /** The {@code Range} header of every GET request received (empty when it has none), in arrival order. */
+    final java.util.Queue<String> getRanges = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Milliseconds every GET waits before it is relayed: a slow link, so that downloads overlap. */
+    volatile long getDelayMillis;
+    /** While true, GET requests wait before they are relayed: a download that hangs. */
+    volatile boolean stallGets;
 
     FaultProxy(URI upstream) throws IOException {
         this.upstream = upstream;
@@ -67,6 +73,13 @@ final class FaultProxy implements AutoCloseable {
                 return;
             }
             boolean get = head.startsWith("GET ");
+            if (get) {
+                getRanges.add(header(head, "range:"));
+                Thread.sleep(getDelayMillis);
+                while (stallGets) {
+                    Thread.sleep(5);
+                }
+            }
             if (get && take(drops)) {
                 return; // close without an answer
             }
@@ -109,7 +122,18 @@ final class FaultProxy implements AutoCloseable {
             }
         } catch (IOException e) {
             // a client or server that went away: nothing to relay
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // closed
         }
+    }
+
+    private static String header(String head, String name) {
+        for (String line : head.split("\r\n")) {
+            if (line.toLowerCase().startsWith(name)) {
+                return line.substring(name.length()).strip();
+            }
+        }
+        return "";
     }
 
     private boolean take(AtomicInteger counter) {

@@ -432,6 +432,226 @@ class ObjectCacheTest {
         }
     }
 
+    /** How a pass reads an object in file order. */
+    enum Pass {
+        /** Reads of 3 blocks and a bit, each spanning 4 or 5 blocks, nothing announced ({@code inspect}'s sum). */
+        LARGE_READS,
+        /** Reads of 100 kB, nothing announced (a reader of a format, piece by piece). */
+        SMALL_READS,
+        /** Runs of 40 kB, each announced eight runs before it is read (a loader in file order, one thread). */
+        ANNOUNCED_RUNS,
+        /** The same runs on 3 threads, each announced as its read starts (a lazy loader with two batches prefetched). */
+        ANNOUNCED_RUNS_ON_THREADS
+    }
+
+    /** Reads a whole object in file order through the cache, as {@code pass} says. */
+    private static byte[] pass(ObjectCache cache, ObjectUri uri, int size, Pass pass) throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment into = arena.allocate(size);
+            Path path = uri.toPath();
+            switch (pass) {
+                case LARGE_READS, SMALL_READS -> {
+                    int chunk = pass == Pass.LARGE_READS ? 3 * BLOCK + 10_000 : 100_000;
+                    for (long at = 0; at < size; at += chunk) {
+                        cache.read(path, at, into.asSlice(at, Math.min(chunk, size - at)));
+                    }
+                }
+                case ANNOUNCED_RUNS -> PassWorker.pass(cache, uri, size, into);
+                case ANNOUNCED_RUNS_ON_THREADS -> {
+                    int run = PassWorker.RUN;
+                    java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(3);
+                    List<Future<?>> reads = new ArrayList<>();
+                    try (ExecutorService threads = Executors.newFixedThreadPool(3)) {
+                        for (long at = 0; at < size; at += run) {
+                            long from = at;
+                            long length = Math.min(run, size - at);
+                            inFlight.acquire();
+                            reads.add(threads.submit(() -> {
+                                try {
+                                    cache.willRead(path, from, length);
+                                    cache.read(path, from, into.asSlice(from, length));
+                                } finally {
+                                    inFlight.release();
+                                }
+                                return null;
+                            }));
+                        }
+                        for (Future<?> read : reads) {
+                            read.get();
+                        }
+                    }
+                }
+            }
+            return into.toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    @Test
+    void aPassInFileOrderDownloadsEachBlockOnceWithALimitOfAFewBlocks() throws Exception {
+        byte[] object = new byte[7 * BLOCK + 54_321];
+        new Random(25).nextBytes(object);
+        server.put(BUCKET, "pass.bin", object);
+        List<String> failures = new ArrayList<>();
+        for (double blocks : new double[] {1.5, 3, 5}) {
+            long limit = (long) (blocks * blockOnDisk());
+            for (Pass pass : Pass.values()) {
+                if (pass == Pass.ANNOUNCED_RUNS_ON_THREADS && blocks < 2) {
+                    continue; // three readers in two blocks at once: a cache of one block cannot hold them
+                }
+                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                        .setFolder(folder.resolve(pass + "-" + blocks)).optBlockBytes(BLOCK).optLimitBytes(limit)
+                        .build()) {
+                    assertArrayEquals(object, pass(cache, uri("pass.bin"), object.length, pass), pass + " " + blocks);
+                    CacheStatistics statistics = cache.statistics();
+                    if (statistics.bytesDownloaded() != object.length) {
+                        failures.add(pass + " with a limit of " + blocks + " blocks: "
+                                + String.format("%.2f", statistics.bytesDownloaded() / (double) object.length)
+                                + " times the object (" + statistics + ")");
+                    }
+                    assertTrue(cache.usedBytes() <= limit, pass + " " + blocks + ": " + cache.usedBytes() + " > " + limit);
+                }
+            }
+        }
+        assertEquals(List.of(), failures, "each block downloaded once");
+    }
+
+    @Test
+    void aLimitOfOneBlockFetchesNothingAheadAndASmallerOneIsRefusedNamingTheMinimum() {
+        MemfitException refused = assertThrows(MemfitException.class, () -> ObjectCache.builder()
+                .setStore(server.store(server.endpoint()).build()).setFolder(folder).optBlockBytes(BLOCK)
+                .optLimitBytes(BLOCK).build());
+        assertTrue(refused.getMessage().contains(Long.toString(blockOnDisk())) && refused.getMessage().contains(
+                Long.toString(2 * blockOnDisk())), refused.getMessage());
+        try (ObjectCache one = cache(blockOnDisk() + blockOnDisk() / 2); ObjectCache two = cache(2 * blockOnDisk())) {
+            assertTrue(one.describe().contains("no read-ahead"), one.describe());
+            assertTrue(two.describe().contains("read-ahead up to 1 blocks"), two.describe());
+            // an announcement changes nothing in a cache of one block: the read fetches its block
+            one.willRead(uri("single.bin").toPath(), HEAD_PAST, 10 * BLOCK);
+            assertEquals(0, one.statistics().requests() - 1, "the HEAD only");
+            assertArrayEquals(slice(single, HEAD_PAST, 100), read(one, uri("single.bin"), HEAD_PAST, 100));
+            assertEquals(BLOCK, one.statistics().bytesDownloaded());
+        }
+    }
+
+    /** Starts a {@link PassWorker} reading {@code what} of an object through the cache's endpoint. */
+    private Process passWorker(java.net.URI endpoint, String key, Path barrier, String name, String what)
+            throws IOException {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), PassWorker.class.getName(),
+                endpoint.toString(), server.endpoint().toString(), folder.resolve("shared").toString(),
+                Integer.toString(BLOCK), Long.toString(1L << 30), "s3://" + BUCKET + "/" + key, barrier.toString(),
+                name, what).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static void awaitFile(Path file, Process... alive) throws Exception {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (!Files.exists(file)) {
+            for (Process process : alive) {
+                if (!process.isAlive()) {
+                    throw new AssertionError("a worker ended early: " + new String(process.getInputStream().readAllBytes()));
+                }
+            }
+            assertTrue(System.nanoTime() < deadline, "no " + file + " after 120 s");
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void twoProcessesStartedTogetherDownloadEachBlockOnceBetweenThem() throws Exception {
+        byte[] object = new byte[8 * BLOCK - 1000];
+        new Random(26).nextBytes(object);
+        server.put(BUCKET, "together.bin", object);
+        long blocks = (object.length + BLOCK - 1) / BLOCK;
+        Path barrier = Files.createDirectories(folder.resolve("barrier"));
+        try (FaultProxy link = new FaultProxy(server.endpoint())) {
+            link.getDelayMillis = 100; // every request takes a while: the two passes overlap for sure
+            List<Process> workers = List.of(passWorker(link.endpoint(), "together.bin", barrier, "a", "pass"),
+                    passWorker(link.endpoint(), "together.bin", barrier, "b", "pass"));
+            awaitFile(barrier.resolve("ready-a"), workers.toArray(Process[]::new));
+            awaitFile(barrier.resolve("ready-b"), workers.toArray(Process[]::new));
+            Files.createFile(barrier.resolve("go"));
+            long downloaded = 0;
+            for (Process worker : workers) {
+                String said = new String(worker.getInputStream().readAllBytes()).strip();
+                assertEquals(0, worker.waitFor(), said);
+                assertTrue(said.startsWith("ok ") && said.endsWith(" 0"), said);
+                downloaded += Long.parseLong(said.split(" ")[1]);
+            }
+            List<String> ranges = List.copyOf(link.getRanges);
+            assertTrue(downloaded <= 1.1 * object.length, downloaded + " bytes downloaded by the two processes for an "
+                    + "object of " + object.length + "; GET ranges: " + ranges);
+            assertEquals(blocks, ranges.size(), "one GET per block between them: " + ranges);
+            assertEquals(blocks, new java.util.HashSet<>(ranges).size(), ranges.toString());
+        }
+    }
+
+    @Test
+    void twoCachesOfOneJvmOnOneFolderDownloadABlockOnce() throws Exception {
+        try (FaultProxy link = new FaultProxy(server.endpoint());
+             ExecutorService threads = Executors.newFixedThreadPool(2)) {
+            link.getDelayMillis = 300; // both reads ask while the first download is on its way
+            try (ObjectCache a = cache(server.store(link.endpoint()).build(), 1L << 30);
+                 ObjectCache b = cache(server.store(link.endpoint()).build(), 1L << 30)) {
+                List<Future<byte[]>> reads = List.of(
+                        threads.submit(() -> read(a, uri("single.bin"), HEAD_PAST, 1000)),
+                        threads.submit(() -> read(b, uri("single.bin"), HEAD_PAST + 5, 1000)));
+                assertArrayEquals(slice(single, HEAD_PAST, 1000), reads.get(0).get());
+                assertArrayEquals(slice(single, HEAD_PAST + 5, 1000), reads.get(1).get());
+                assertEquals(BLOCK, a.statistics().bytesDownloaded() + b.statistics().bytesDownloaded(),
+                        a.statistics() + " / " + b.statistics());
+                assertEquals(List.of("bytes=0-" + (BLOCK - 1)), List.copyOf(link.getRanges));
+            }
+        }
+    }
+
+    @Test
+    void aProcessKilledInTheMiddleOfADownloadDoesNotBlockTheOthers() throws Exception {
+        byte[] object = new byte[3 * BLOCK];
+        new Random(27).nextBytes(object);
+        server.put(BUCKET, "killed.bin", object);
+        Path barrier = Files.createDirectories(folder.resolve("barrier"));
+        Files.createFile(barrier.resolve("go"));
+        try (FaultProxy hanging = new FaultProxy(server.endpoint());
+             ExecutorService threads = Executors.newSingleThreadExecutor()) {
+            hanging.stallGets = true;
+            Process worker = passWorker(hanging.endpoint(), "killed.bin", barrier, "a", HEAD_PAST + ":1000");
+            try {
+                long deadline = System.nanoTime() + 120_000_000_000L;
+                while (hanging.getRanges.isEmpty()) { // the worker is downloading block 0 (its server hangs)
+                    if (!worker.isAlive() || System.nanoTime() > deadline) {
+                        throw new AssertionError("the worker did not start its download: "
+                                + new String(worker.getInputStream().readAllBytes()));
+                    }
+                    Thread.sleep(10);
+                }
+                // the same endpoint as the worker's (it is part of a cached object's name)
+                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(hanging.endpoint()).build())
+                        .setFolder(folder.resolve("shared")).optBlockBytes(BLOCK).optLimitBytes(1L << 30).build()) {
+                    Future<byte[]> read = threads.submit(() -> read(cache, uri("killed.bin"), HEAD_PAST, 1000));
+                    try {
+                        Thread.sleep(1000);
+                        if (read.isDone()) {
+                            read.get(); // a failure, reported as such
+                        }
+                        assertEquals(List.of("bytes=0-" + (BLOCK - 1)), List.copyOf(hanging.getRanges),
+                                "block 0 is being downloaded by the other process: waited for, not requested again");
+                        worker.destroyForcibly(); // SIGKILL: its lock goes with it
+                        worker.waitFor();
+                        hanging.stallGets = false;
+                        assertArrayEquals(slice(object, HEAD_PAST, 1000),
+                                read.get(30, java.util.concurrent.TimeUnit.SECONDS));
+                        assertEquals(BLOCK, cache.statistics().bytesDownloaded(), "downloaded by this cache, once");
+                        assertEquals(2, hanging.getRanges.size(), hanging.getRanges.toString());
+                    } finally {
+                        hanging.stallGets = false; // a failed check leaves no request hanging
+                    }
+                }
+            } finally {
+                worker.destroyForcibly();
+            }
+        }
+    }
+
     @Test
     void wrongCredentialsOrAMissingBucketOrKeyFailWithOneClearLine() {
         try (ObjectStore wrong = ObjectStore.builder().optEnvironment(java.util.Map.of()).optEndpoint(server.endpoint())
