@@ -62,6 +62,13 @@ final class ChunkedVector {
     /** Filters jhdf 0.13 decodes (lzf, lz4, bitshuffle): delegated one at a time so that masks are honoured. */
     private static final List<Integer> THROUGH_JHDF = List.of(32000, 32004, 32008);
 
+    /**
+     * The most bytes one stored byte can decode to: deflate's largest ratio (a 258-byte match coded in 2 bits,
+     * 1032:1), above what lzf (88:1) and lz4 (255:1), the other compressors memfit reads, can reach. A chunk claiming
+     * more than its stored size times this is damaged, whatever it holds.
+     */
+    static final long MOST_EXPANSION = 1032;
+
     /** One Inflater per reader thread: they hold native zlib state, so they are reused rather than made per chunk. */
     private static final ThreadLocal<Inflater> INFLATER = ThreadLocal.withInitial(Inflater::new);
 
@@ -90,6 +97,8 @@ final class ChunkedVector {
     private final FilterInfo[] filters;
     private final Cache cache;
     private final int cacheId;
+    /** How many chunks of the grid are stored (the others read as the fill value). */
+    private final int storedChunks;
     private String index = "none (no chunk written)";
 
     /**
@@ -149,6 +158,7 @@ final class ChunkedVector {
         this.masks = new int[count];
         Arrays.fill(offsets, -1);
         long base = hdf.getUserBlockSize();
+        int stored = 0;
         for (Chunk chunk : chunks(hdf, dataset, header, chunkDims)) {
             long[] at0 = chunk.getChunkOffset();
             long element = at0[0];
@@ -174,6 +184,16 @@ final class ChunkedVector {
                 throw new InvalidFileException(file, at, "unfiltered chunk " + k + " of " + name + " of " + chunkBytes + " bytes",
                         size + " bytes");
             }
+            // checked here, before anything is allocated for the chunk: a damaged chunk shape (or stored size) would
+            // otherwise size a decoding buffer by its claim
+            long most = mostDecodedBytes(size, mask);
+            if (chunkBytes > most) {
+                throw new InvalidFileException(file, at, "chunk " + k + " of " + name + " (" + size + " bytes stored) decoding to at most "
+                        + most + " bytes (" + (most == size ? "its filters do not compress" : MOST_EXPANSION + " times its stored size, "
+                        + "deflate's largest ratio") + ")", "chunks of " + chunkBytes + " bytes (" + Arrays.toString(chunkDims)
+                        + " of " + elementSize + "-byte elements)");
+            }
+            stored++;
             offsets[k] = at;
             sizes[k] = size;
             masks[k] = mask;
@@ -192,6 +212,44 @@ final class ChunkedVector {
             }
         }
         this.fill = fillValue;
+        this.storedChunks = stored;
+    }
+
+    /** The most bytes a stored chunk of this size can decode to with the filters its mask leaves applied. */
+    private long mostDecodedBytes(int size, int mask) {
+        for (int i = 0; i < filters.length; i++) {
+            int id = filters[i].getId();
+            if ((mask & 1 << i) == 0 && id != SHUFFLE && id != FLETCHER32) {
+                return size * MOST_EXPANSION;
+            }
+        }
+        return size;   // shuffle and checksums keep the size (the checksum adds 4 bytes)
+    }
+
+    /**
+     * Whether every chunk of the grid is stored: so for every dataset anndata writes, which writes all its data.
+     * Only then does the file's size bound the dataset's (each stored chunk decodes to at most
+     * {@link #MOST_EXPANSION} times its size); an unwritten chunk costs nothing in the file whatever its size.
+     *
+     * @return true when no chunk reads as the fill value
+     */
+    boolean complete() {
+        return storedChunks == offsets.length;
+    }
+
+    /**
+     * Refuses a dataset with unwritten chunks where it is read whole by its claimed length (an obs column, a row
+     * pointer): its size would then be justified by nothing in the file.
+     *
+     * @param what what the dataset is, for the message
+     * @throws InvalidFileException when a chunk is not stored
+     */
+    void requireComplete(String what) {
+        if (!complete()) {
+            throw new InvalidFileException(file, -1, what + " with every chunk stored, as anndata writes it (it is read whole)",
+                    (offsets.length - storedChunks) + " of its " + offsets.length + " chunks unwritten (" + length
+                            + " elements claimed, in chunks of " + chunkElements + ")");
+        }
     }
 
     /** The chunk index through jhdf's public index classes (what its own lazy lookup does, once, here). */
@@ -524,7 +582,10 @@ final class ChunkedVector {
                     case DEFLATE -> inflate(input, expectedSize(k, i));
                     case SHUFFLE -> unshuffle(input.toArray(ValueLayout.JAVA_BYTE), filter.getData().length > 0 ? filter.getData()[0] : elementSize);
                     case FLETCHER32 -> fletcher32(input);
-                    default -> FilterManager.getPipeline(List.of(filter)).decode(input.toArray(ValueLayout.JAVA_BYTE));
+                    default -> {
+                        checkSizesForJhdf(filter, input, expectedSize(k, i));
+                        yield FilterManager.getPipeline(List.of(filter)).decode(input.toArray(ValueLayout.JAVA_BYTE));
+                    }
                 };
             } catch (InvalidFileException e) {
                 throw e;
@@ -537,6 +598,71 @@ final class ChunkedVector {
                     (current == null ? sizes[k] : current.length) + " bytes");
         }
         return current;
+    }
+
+    /**
+     * Checks the sizes that jhdf's lzf, lz4 and bitshuffle decoders allocate by (the filter's parameters, the
+     * stream's headers) against the size the chunk must decode to, and the lz4 block lengths against the stream,
+     * before jhdf allocates anything: jhdf trusts them.
+     */
+    private static void checkSizesForJhdf(FilterInfo filter, MemorySegment input, int size) throws DataFormatException {
+        int[] data = filter.getData();
+        switch (filter.getId()) {
+            case 32000 -> {
+                // h5py's lzf: cd_values[2] is the chunk's size in bytes, which jhdf allocates
+                if (data.length < 3 || data[2] != size) {
+                    throw new DataFormatException("lzf parameters " + Arrays.toString(data) + " for a chunk of " + size + " bytes");
+                }
+            }
+            case 32004 -> checkLz4Blocks(input, size, false);
+            case 32008 -> {
+                // bitshuffle: [.., .., element size, block size, compression]; lz4 streams are framed as the lz4 filter's
+                if (data.length < 5 || data[2] <= 0 || data[3] < 0) {
+                    throw new DataFormatException("bitshuffle parameters " + Arrays.toString(data));
+                }
+                if (data[4] == 2) {
+                    checkLz4Blocks(input, size, true);
+                }
+            }
+            default -> {
+                // no other filter gets this far (the constructor refuses them)
+            }
+        }
+    }
+
+    /**
+     * The HDF5 lz4 framing (and bitshuffle's): an 8-byte big-endian total size, a 4-byte block size, then per block
+     * a 4-byte length and that many bytes; the total must be the chunk's size and every block inside the stream. The
+     * lz4 filter writes a block for every started block size (its block size at most the chunk's); bitshuffle only
+     * for whole blocks (the rest follows as is), and allocates a block of its block size, which an lz4 block of the
+     * stream must be able to decode to ({@link #MOST_EXPANSION}).
+     */
+    private static void checkLz4Blocks(MemorySegment input, int size, boolean bitshuffle) throws DataFormatException {
+        String what = bitshuffle ? "bitshuffle lz4" : "lz4";
+        ValueLayout.OfLong total = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+        ValueLayout.OfInt word = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+        if (input.byteSize() < 12 || input.get(total, 0) != size) {
+            throw new DataFormatException(what + " stream of " + input.byteSize() + " bytes not starting with the chunk's size "
+                    + size);
+        }
+        long block = input.get(word, 8) & 0xffffffffL;
+        if (block == 0 || (bitshuffle ? block > MOST_EXPANSION * input.byteSize() : block > size && size > 0)) {
+            throw new DataFormatException(what + " block size " + block + " for a chunk of " + size + " bytes");
+        }
+        long blocks = bitshuffle ? Math.max(1, size / block) : (size + block - 1) / block;
+        long position = 12;
+        for (long done = 0; done < blocks * block && done < size; done += block) {
+            if (position + 4 > input.byteSize()) {
+                throw new DataFormatException(what + " stream ending before the block for byte " + done);
+            }
+            long length = input.get(word, position) & 0xffffffffL;
+            position += 4;
+            if (length > input.byteSize() - position) {
+                throw new DataFormatException(what + " block of " + length + " bytes at byte " + position + " of "
+                        + input.byteSize());
+            }
+            position += length;
+        }
     }
 
     /** The size a filter's output must have: the chunk plus the checksums of the fletcher32 filters applied before it. */
@@ -554,14 +680,23 @@ final class ChunkedVector {
         Inflater inflater = INFLATER.get();
         inflater.reset();
         inflater.setInput(input.asByteBuffer());
-        byte[] out = new byte[size];
+        // the output grows with what the stream really gives, from what typical data (under 64:1) needs: a damaged
+        // stream fails before a buffer of the claimed size is allocated for it
+        byte[] out = new byte[(int) Math.min(size, input.byteSize() * 64 + 4096)];
         ByteBuffer target = ByteBuffer.wrap(out);
-        while (target.hasRemaining() && !inflater.finished()) {
+        while (!inflater.finished()) {
+            if (!target.hasRemaining()) {
+                if (out.length == size) {
+                    break;
+                }
+                out = Arrays.copyOf(out, (int) Math.min(size, 2L * out.length));
+                target = ByteBuffer.wrap(out).position(target.position());
+            }
             if (inflater.inflate(target) == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
                 break;
             }
         }
-        if (!inflater.finished() || target.hasRemaining()) {
+        if (!inflater.finished() || target.position() != size) {
             throw new DataFormatException("deflate stream of " + input.byteSize() + " bytes gave " + target.position()
                     + " bytes" + (inflater.finished() ? "" : " and did not end") + ", expected " + size);
         }

@@ -71,6 +71,12 @@ import java.util.Map;
  * {@link Builder} for the scratch folder, the memory budget and the progress bar. Everything else (shape,
  * {@code obs}, {@code var}, {@link #storedValues}, {@link #sum}) is read without transposing.
  *
+ * <p>Nothing is allocated by a size the file only claims: every chunk of a one-dimensional array (X's {@code data},
+ * {@code indices} and {@code indptr}, the {@code obs}/{@code var} columns) must be stored, as anndata writes them, and
+ * no chunk may claim to decode to more than deflate's largest ratio (1032:1) allows for its stored bytes; a column,
+ * read whole by jhdf, is checked against its storage first; a compact dataset (kept in its object header, at most
+ * 64 KiB) is read whole. CSR and CSC {@code indices} must be as long as {@code data}.
+ *
  * <p>This is the {@code .h5ad} reader of {@link AnnData}; {@code dev.memfit.io.AnnDataFiles} opens it or the zarr
  * one from what a path is.
  */
@@ -79,9 +85,6 @@ public final class H5ad implements AnnData {
     /** The platform's float32 and int32, at any alignment: what {@link #readCsr} writes. */
     private static final ValueLayout.OfFloat FLOAT_NATIVE = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ValueLayout.OfInt INT_NATIVE = ValueLayout.JAVA_INT_UNALIGNED;
-
-    /** Floats read at once from a dense X (16 MiB of heap): reads of more rows go in blocks of whole rows. */
-    static final long DENSE_BLOCK_FLOATS = 1L << 22;
 
     private final Path file;
     private final HdfFile hdf;
@@ -441,6 +444,13 @@ public final class H5ad implements AnnData {
             Vector columns = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
             node = "/" + matrix + "/indptr";
             Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+            values.checkArray();
+            columns.checkArray();
+            pointerVector.checkArray();
+            if (columns.length() != values.length()) {
+                throw new InvalidFileException(file, columns.offsetOf(0), matrix + "/indices (column indices) as long as "
+                        + matrix + "/data: " + values.length() + " entries", columns.length() + " entries");
+            }
             long[] pointers = new long[Math.toIntExact(pointerVector.length())];
             pointerVector.longs(0, pointers.length, pointers);
             if (pointers.length != shape[0] + 1) {
@@ -502,6 +512,9 @@ public final class H5ad implements AnnData {
         Vector values = new Vector(file, hdf, mapping, dataset(file, group, "data"), cache);
         Vector rows = new Vector(file, hdf, mapping, dataset(file, group, "indices"), cache);
         Vector pointerVector = new Vector(file, hdf, mapping, dataset(file, group, "indptr"), cache);
+        values.checkArray();
+        rows.checkArray();
+        pointerVector.checkArray();
         if (shape[1] > Integer.MAX_VALUE - 8 || shape[0] > Integer.MAX_VALUE - 8) {
             throw new InvalidFileException(file, -1, "a CSC X of fewer than 2^31 cells and genes", "shape " + Arrays.toString(shape));
         }
@@ -1390,6 +1403,9 @@ public final class H5ad implements AnnData {
                     + " (" + Hdf5.typeName(type) + ")" + CONVERT);
         }
         boolean empty = dataset.isEmpty() || dimensions[0] == 0;
+        if (!empty) {
+            checkStored(dataset, path);
+        }
         Object data = empty ? null : dataset.getData();
         if (type instanceof FixedPoint fixed) {
             DType dtype = switch (fixed.getSize()) {
@@ -1425,6 +1441,37 @@ public final class H5ad implements AnnData {
             return new FrameColumn.Strings(texts);
         }
         throw new InvalidFileException(file, -1, CARRIED + " in " + path, "a dataset of " + Hdf5.typeName(type) + CONVERT);
+    }
+
+    /**
+     * Refuses a one-dimensional dataset read whole (a dataframe column) whose claimed size the file does not back,
+     * before jhdf allocates it (jhdf sizes its array by the claim, then reads): contiguous data must lie inside the
+     * file, compact data inside its object header, and chunked data must have every chunk stored (as anndata writes
+     * it), each decoding to at most {@link ChunkedVector#MOST_EXPANSION} times its stored size.
+     */
+    private void checkStored(Dataset dataset, String path) {
+        long claimed = Hdf5.claimedBytes(dataset);
+        long fileBytes = mapping.bytes.byteSize();
+        switch (dataset) {
+            case ChunkedDataset ignored ->
+                    new ChunkedVector(file, hdf, mapping.bytes, dataset, new ChunkedVector.Cache(0)).requireComplete(path);
+            case io.jhdf.dataset.CompactDataset compact -> {
+                int stored = compact.getDataBuffer().remaining();
+                if (claimed > stored) {
+                    throw new InvalidFileException(file, -1, path + " (" + claimed + " bytes claimed) inside its compact storage",
+                            stored + " bytes in its object header");
+                }
+            }
+            case ContiguousDataset contiguous -> {
+                long address = hdf.getUserBlockSize() + contiguous.getDataAddress();
+                if (address < 0 || claimed > fileBytes - address) {
+                    throw new InvalidFileException(file, address, path + " (" + claimed + " bytes claimed) inside the "
+                            + fileBytes + "-byte file", "data past its end");
+                }
+            }
+            default -> throw new InvalidFileException(file, -1, path + " stored contiguous, compact or chunked",
+                    dataset.getClass().getSimpleName());
+        }
     }
 
     /** jhdf's integers (unsigned ones widened: uint8/uint16 as int, uint32 as long, uint64 as BigInteger) in their storage. */
@@ -1616,7 +1663,8 @@ public final class H5ad implements AnnData {
      * A numeric dataset read by ranges: straight from the mapping when it is stored contiguous and unfiltered
      * (anndata's default for dense X), through {@link ChunkedVector} when it is chunked (sparse X/data, X/indices and
      * X/indptr, always chunked by anndata, often compressed; dense X written with compression or explicit chunks),
-     * through jhdf's hyperslab reads otherwise (compact datasets).
+     * from a heap copy of a compact dataset (at most 64 KiB, kept in its object header, which jhdf cannot slice).
+     * Anything else is refused at open unless it holds no elements, so no read goes through jhdf.
      */
     private static final class Vector {
         private final Path file;
@@ -1654,25 +1702,64 @@ public final class H5ad implements AnnData {
             }
             this.type = elementType;
             this.order = byteOrder;
-            long bytes = dataset.getSize() * (long) type.byteSize();
-            if (dataset instanceof ContiguousDataset contiguous && dataset.getFilters().isEmpty() && !dataset.isEmpty()) {
+            long bytes = Hdf5.claimedBytes(dataset);
+            if (dataset instanceof io.jhdf.dataset.CompactDataset compact && !dataset.isEmpty()) {
+                // kept in its object header (at most 64 KiB): read whole, once, and sliced as the mapping is (jhdf
+                // cannot read a compact dataset by hyperslabs)
+                java.nio.ByteBuffer stored = compact.getDataBuffer().duplicate();
+                if (bytes > stored.remaining()) {
+                    throw new InvalidFileException(file, -1, dataset.getPath() + " (" + bytes + " bytes claimed) inside its compact storage",
+                            stored.remaining() + " bytes in its object header");
+                }
+                byte[] copy = new byte[(int) bytes];
+                stored.get(copy);
+                this.address = -1;
+                this.mapped = MemorySegment.ofArray(copy);
+                this.chunked = null;
+            } else if (dataset instanceof ContiguousDataset contiguous && dataset.getFilters().isEmpty() && !dataset.isEmpty()) {
                 this.address = hdf.getUserBlockSize() + contiguous.getDataAddress();
-                if (address < 0 || address + bytes > mapping.bytes.byteSize()) {
+                if (address < 0 || bytes > mapping.bytes.byteSize() - address) {
                     throw new InvalidFileException(file, address, dataset.getPath() + " (" + bytes + " bytes) inside the file",
                             "data past the end of the " + mapping.bytes.byteSize() + "-byte file");
                 }
                 this.mapped = mapping.bytes.asSlice(address, bytes);
                 this.chunked = null;
-            } else {
+            } else if (dataset instanceof ChunkedDataset && dataset.getDimensionsAsLong().length >= 1
+                    && dataset.getDimensionsAsLong().length <= 2) {
+                // chunks never written read as the fill value (a 1-D array of X must have every chunk: checkArray)
                 this.address = -1;
                 this.mapped = null;
-                this.chunked = dataset instanceof ChunkedDataset && dataset.getDimensions().length <= 2 && !dataset.isEmpty()
-                        ? new ChunkedVector(file, hdf, mapping.bytes, dataset, cache) : null;
+                this.chunked = new ChunkedVector(file, hdf, mapping.bytes, dataset, cache);
+            } else if (bytes == 0) {
+                // no elements (an all-zero X's data, a matrix of no genes): every read is of none
+                this.address = -1;
+                this.mapped = null;
+                this.chunked = null;
+            } else {
+                throw new InvalidFileException(file, -1, dataset.getPath() + " with its data stored (contiguous, compact, or"
+                        + " chunked in one or two dimensions)", dataset.isEmpty() ? "a dataset never written (no storage"
+                        + " allocated) claiming " + bytes + " bytes" : "a " + dataset.getClass().getSimpleName() + " of dimensions "
+                        + Arrays.toString(dataset.getDimensionsAsLong()));
             }
         }
 
         long length() {
             return dataset.getDimensionsAsLong()[0];
+        }
+
+        /**
+         * Refuses an array of X (data, indices, indptr) that is not one-dimensional, or chunked with unwritten
+         * chunks: anndata writes every chunk, and only stored chunks make the file back the length it claims.
+         */
+        void checkArray() {
+            long[] dimensions = dataset.getDimensionsAsLong();
+            if (dimensions.length != 1) {
+                throw new InvalidFileException(file, -1, dataset.getPath() + " as a one-dimensional array", dimensions.length
+                        + " dimensions " + Arrays.toString(dimensions));
+            }
+            if (chunked != null) {
+                chunked.requireComplete(dataset.getPath());
+            }
         }
 
         /**
@@ -1735,26 +1822,8 @@ public final class H5ad implements AnnData {
             }
             if (chunked != null) {
                 chunked.rows(first, count, type, order, wide, into, rowOffsets);
-                return;
             }
-            // jhdf's hyperslabs, in blocks of whole rows, so that a read of many wide rows neither overflows a Java
-            // array nor holds a heap copy of the whole range
-            int blockRows = (int) Math.max(1, Math.min(count, DENSE_BLOCK_FLOATS / Math.max(1, width)));
-            for (int done = 0; done < count; done += blockRows) {
-                int rows = Math.min(blockRows, count - done);
-                Object block = dataset.getData(new long[]{first + done, 0}, new int[]{rows, width});
-                for (int r = 0; r < rows; r++) {
-                    Object row = Array.get(block, r);
-                    for (int c = 0; c < width; c++) {
-                        double value = ((Number) Array.get(row, c)).doubleValue();
-                        if (wide) {
-                            into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, rowOffsets[done + r] + (long) c * Double.BYTES, value);
-                        } else {
-                            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, rowOffsets[done + r] + (long) c * Float.BYTES, (float) value);
-                        }
-                    }
-                }
-            }
+            // else the matrix holds no values (no rows, or rows of no genes): nothing to write
         }
 
         /** Elements of a 1-D dataset as float64, exactly as stored for float32/float64 (and integers up to 2^53). */
@@ -1767,11 +1836,6 @@ public final class H5ad implements AnnData {
                 ChunkedVector.convert(mapped, start * type.byteSize(), type, order, target, 0, n, true);
             } else if (chunked != null) {
                 ChunkedVector.convert(chunked.bytes(start, n), 0, type, order, target, 0, n, true);
-            } else {
-                Object values = dataset.getData(new long[]{start}, new int[]{n});
-                for (int i = 0; i < n; i++) {
-                    into[i] = ((Number) Array.get(values, i)).doubleValue();
-                }
             }
         }
 
@@ -1789,15 +1853,6 @@ public final class H5ad implements AnnData {
                 MemorySegment bytes = chunked.bytes(start, n);
                 for (int i = 0; i < n; i++) {
                     into[i] = (float) type.getDouble(bytes, (long) i * type.byteSize(), order);
-                }
-            } else {
-                Object values = dataset.getData(new long[]{start}, new int[]{n});
-                if (values instanceof float[] floats) {
-                    System.arraycopy(floats, 0, into, 0, n);
-                } else {
-                    for (int i = 0; i < n; i++) {
-                        into[i] = ((Number) Array.get(values, i)).floatValue();
-                    }
                 }
             }
         }
@@ -1817,11 +1872,6 @@ public final class H5ad implements AnnData {
                     // int64 read as such: through a double, values past 2^53 would round
                     into[i] = type == DType.INT64 ? bytes.get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(order), (long) i * Long.BYTES)
                             : (long) type.getDouble(bytes, (long) i * type.byteSize(), order);
-                }
-            } else {
-                Object values = dataset.getData(new long[]{start}, new int[]{n});
-                for (int i = 0; i < n; i++) {
-                    into[i] = ((Number) Array.get(values, i)).longValue();
                 }
             }
         }

@@ -109,6 +109,24 @@ public final class Hdf5 {
     }
 
     /**
+     * The bytes a dataset claims: its elements (the product of its dimensions) times its element size, from the
+     * header alone; {@link Long#MAX_VALUE} when that overflows.
+     *
+     * @param dataset a jhdf dataset
+     * @return bytes
+     */
+    static long claimedBytes(io.jhdf.api.Dataset dataset) {
+        long bytes = dataset.getDataType().getSize();
+        for (long dimension : dataset.getDimensionsAsLong()) {
+            if (dimension < 0 || dimension != 0 && bytes > Long.MAX_VALUE / dimension) {
+                return Long.MAX_VALUE;
+            }
+            bytes *= dimension;
+        }
+        return bytes;
+    }
+
+    /**
      * Runs a read through jhdf, turning what jhdf throws on a damaged file (its {@code HdfException}s, and the
      * buffer or index errors a truncated structure gives) into an {@link InvalidFileException} naming the file and
      * the node; memfit's own exceptions pass through unchanged.

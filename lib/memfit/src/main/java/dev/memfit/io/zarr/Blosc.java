@@ -1,6 +1,7 @@
 package dev.memfit.io.zarr;
 
 import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdException;
 import net.jpountz.lz4.LZ4Exception;
 import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
@@ -68,6 +69,30 @@ final class Blosc implements Codec {
     }
 
     @Override
+    public long mostDecodedBytes(byte[] in) {
+        return mostDecoded(in);
+    }
+
+    /** What a frame can decode to: its data as is when memcpyed, else its length times its inner codec's ratio. */
+    private static long mostDecoded(byte[] in) {
+        if (in.length < HEADER) {
+            return 0;
+        }
+        int flags = in[2] & 0xff;
+        if ((flags & MEMCPYED) != 0) {
+            return in.length - HEADER;
+        }
+        long ratio = switch (flags >>> 5) {
+            case 0, 1 -> LZ_RATIO;
+            case 2 -> SNAPPY_RATIO;
+            case 3 -> DEFLATE_RATIO;
+            case 4 -> ZSTD_RATIO;
+            default -> 1;
+        };
+        return in.length * ratio;
+    }
+
+    @Override
     public byte[] decode(byte[] in, int expected) {
         int nbytes = check(in, expected);
         byte[] out = new byte[nbytes];
@@ -101,6 +126,11 @@ final class Blosc implements Codec {
         }
         if (expected >= 0 && nbytes != expected) {
             throw new Corrupt("a Blosc frame of " + nbytes + " decoded bytes where the chunk holds " + expected);
+        }
+        if (nbytes > mostDecoded(in)) {
+            // checked before a buffer is sized by the claim (the chunk's size is unknown for strings)
+            throw new Corrupt("a Blosc header claiming " + nbytes + " decoded bytes from " + in.length + " encoded bytes, more"
+                    + " than its inner codec (" + ((flags >>> 5) < INNER.length ? INNER[flags >>> 5] : "?") + ") can give");
         }
         return nbytes;
     }
@@ -208,8 +238,12 @@ final class Blosc implements Codec {
                     return -1;
                 }
             default:
-                long n = Zstd.decompressByteArray(out, outAt, outLength, in, at, length);
-                return Zstd.isError(n) ? -1 : (int) n;
+                try {
+                    long n = Zstd.decompressByteArray(out, outAt, outLength, in, at, length);
+                    return Zstd.isError(n) ? -1 : (int) n;
+                } catch (ZstdException e) {
+                    return -1;
+                }
         }
     }
 

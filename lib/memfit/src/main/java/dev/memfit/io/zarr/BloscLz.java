@@ -51,6 +51,9 @@ final class BloscLz {
                         }
                         code = in[ip++] & 0xff;
                         length += code;
+                        if (length > outLength) {
+                            return -1;
+                        }
                     } while (code == 255);
                 } else if (ip + 1 >= ipLimit) {
                     return -1;
@@ -67,7 +70,8 @@ final class BloscLz {
                     back = far + MAX_DISTANCE;
                 }
                 int ref = op - back - 1;
-                if (op + length > opLimit || ref < outOffset) {
+                // compared as differences (no sum to overflow)
+                if (length > opLimit - op || ref < outOffset) {
                     return -1;
                 }
                 if (back == 0) {
@@ -86,7 +90,7 @@ final class BloscLz {
                 ctrl = in[ip++] & 0xff;
             } else {
                 int length = ctrl + 1;
-                if (op + length > opLimit || ip + length > ipLimit) {
+                if (length > opLimit - op || length > ipLimit - ip) {
                     return -1;
                 }
                 System.arraycopy(in, ip, out, op, length);

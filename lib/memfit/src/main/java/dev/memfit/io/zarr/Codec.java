@@ -6,6 +6,26 @@ package dev.memfit.io.zarr;
  */
 interface Codec {
 
+    /** Deflate's largest ratio (zlib, gzip, Blosc's zlib): a 258-byte match coded in 2 bits. */
+    long DEFLATE_RATIO = 1032;
+    /** LZ4's and BloscLZ's: each further byte of a match length adds 255 bytes. */
+    long LZ_RATIO = 256;
+    /** Snappy's: a copy of 64 bytes coded in 3 bytes. */
+    long SNAPPY_RATIO = 32;
+    /** Zstandard's: an RLE block, 4 bytes for up to 128 KiB. */
+    long ZSTD_RATIO = 32768;
+
+    /**
+     * The most bytes these encoded bytes can decode to: their length times the codec's largest ratio (the constants
+     * above, from each format's densest encoding), or exactly what a header says where the format stores the data
+     * as is. A chunk claiming more (from {@code .zarray}) is damaged, whatever its bytes hold, and is refused before
+     * anything is allocated for it.
+     *
+     * @param in the encoded bytes
+     * @return bytes
+     */
+    long mostDecodedBytes(byte[] in);
+
     /**
      * Decodes one chunk's bytes.
      *
@@ -26,7 +46,11 @@ interface Codec {
      * @throws Corrupt when the bytes are not what the codec writes
      */
     default void decodeInto(byte[] in, int expected, byte[] out) {
-        System.arraycopy(decode(in, expected), 0, out, 0, expected);
+        byte[] decoded = decode(in, expected);
+        if (decoded.length != expected) {
+            throw new Corrupt(decoded.length + " decoded bytes where the chunk holds " + expected);
+        }
+        System.arraycopy(decoded, 0, out, 0, expected);
     }
 
     /**

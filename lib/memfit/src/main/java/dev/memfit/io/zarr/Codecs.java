@@ -2,6 +2,7 @@ package dev.memfit.io.zarr;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdException;
 import net.jpountz.lz4.LZ4Exception;
 import net.jpountz.lz4.LZ4Factory;
 
@@ -58,7 +59,7 @@ final class Codecs {
             Inflater inflater = INFLATER.get();
             inflater.reset();
             inflater.setInput(in);
-            byte[] out = new byte[expected >= 0 ? expected : Math.max(64, in.length * 4)];
+            byte[] out = new byte[expected >= 0 ? expected : (int) Math.min(Integer.MAX_VALUE - 8, Math.max(64L, in.length * 4L))];
             int done = 0;
             try {
                 while (!inflater.finished()) {
@@ -80,7 +81,15 @@ final class Codecs {
             } catch (DataFormatException e) {
                 throw new Corrupt("bytes that are not a zlib stream (" + e.getMessage() + ")", e);
             }
+            if (expected >= 0 && done != expected) {
+                throw new Corrupt("a zlib stream of " + done + " decoded bytes where the chunk holds " + expected);
+            }
             return done == out.length ? out : Arrays.copyOf(out, done);
+        }
+
+        @Override
+        public long mostDecodedBytes(byte[] in) {
+            return in.length * DEFLATE_RATIO;
         }
 
         @Override
@@ -108,6 +117,11 @@ final class Codecs {
         }
 
         @Override
+        public long mostDecodedBytes(byte[] in) {
+            return in.length * DEFLATE_RATIO;
+        }
+
+        @Override
         public String describe() {
             return "gzip";
         }
@@ -117,17 +131,31 @@ final class Codecs {
     static final class ZstdCodec implements Codec {
         @Override
         public byte[] decode(byte[] in, int expected) {
-            long size = expected >= 0 ? expected : Zstd.getFrameContentSize(in);
-            if (size < 0 || size > Integer.MAX_VALUE - 8) {
-                throw new Corrupt("a zstd frame without a usable content size (" + size + ")");
+            long declared = Zstd.getFrameContentSize(in);
+            long size = expected >= 0 ? expected : declared;
+            if (size < 0 || size > Integer.MAX_VALUE - 8 || size > mostDecodedBytes(in)) {
+                throw new Corrupt("a zstd frame without a usable content size (" + size + " bytes from " + in.length + ")");
+            }
+            if (expected >= 0 && declared >= 0 && declared != expected) {
+                throw new Corrupt("a zstd frame of " + declared + " bytes where the chunk holds " + expected);
             }
             byte[] out = new byte[(int) size];
-            long n = Zstd.decompressByteArray(out, 0, out.length, in, 0, in.length);
+            long n;
+            try {
+                n = Zstd.decompressByteArray(out, 0, out.length, in, 0, in.length);
+            } catch (ZstdException e) {
+                throw new Corrupt("bytes that are not a zstd frame (" + e.getMessage() + ")", e);
+            }
             if (Zstd.isError(n) || n != size) {
                 throw new Corrupt("a zstd frame that does not decode to " + size + " bytes ("
                         + (Zstd.isError(n) ? Zstd.getErrorName(n) : n + " bytes") + ")");
             }
             return out;
+        }
+
+        @Override
+        public long mostDecodedBytes(byte[] in) {
+            return in.length * ZSTD_RATIO;
         }
 
         @Override
@@ -144,7 +172,7 @@ final class Codecs {
                 throw new Corrupt("an lz4 chunk of " + in.length + " bytes, shorter than its size header");
             }
             int size = Blosc.le32(in, 0);
-            if (size < 0 || (expected >= 0 && size != expected)) {
+            if (size < 0 || (expected >= 0 && size != expected) || size > mostDecodedBytes(in)) {
                 throw new Corrupt("an lz4 chunk claiming " + size + " decoded bytes" + (expected >= 0 ? " where the chunk holds "
                         + expected : ""));
             }
@@ -158,6 +186,11 @@ final class Codecs {
                 throw new Corrupt("bytes that are not an lz4 block (" + e.getMessage() + ")", e);
             }
             return out;
+        }
+
+        @Override
+        public long mostDecodedBytes(byte[] in) {
+            return Math.max(0, in.length - 4) * LZ_RATIO;
         }
 
         @Override
@@ -182,6 +215,10 @@ final class Codecs {
         int count = Blosc.le32(in, 0);
         if (count < wanted || count < 0) {
             throw new Codec.Corrupt("a vlen-utf8 chunk of " + count + " items where the chunk holds " + wanted);
+        }
+        if (wanted > (in.length - 4) / 4) {
+            // each item takes at least its 4-byte length: checked before an array is sized by the claimed count
+            throw new Codec.Corrupt("a vlen-utf8 chunk of " + in.length + " bytes, too short for " + wanted + " items");
         }
         String[] out = new String[wanted];
         int at = 4;

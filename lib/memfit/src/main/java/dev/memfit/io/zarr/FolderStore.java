@@ -32,7 +32,7 @@ final class FolderStore implements ZarrStore {
 
     @Override
     public byte[] get(String key) {
-        Path file = root.resolve(key);
+        Path file = file(key);
         if (!storage.exists(file)) {
             return null;
         }
@@ -48,11 +48,20 @@ final class FolderStore implements ZarrStore {
     @Override
     public boolean contains(String key) {
         if (!isMetadata(key)) {
-            return storage.exists(root.resolve(key));
+            return storage.exists(file(key));
         }
         // metadata keys are asked for again and again while a store is read (and each question is a request in a
         // bucket): the answer is kept, absent keys included, as the store is read, never written
-        return known.computeIfAbsent(key, k -> storage.exists(root.resolve(k)));
+        return known.computeIfAbsent(key, k -> storage.exists(file(k)));
+    }
+
+    /** The file of a key, refusing one that is not a key inside the store (see {@link ZarrStore#isValidKey}). */
+    private Path file(String key) {
+        if (!ZarrStore.isValidKey(key)) {
+            throw new InvalidFileException(location(key), -1, "a zarr key naming a file inside the store (relative, no NUL,"
+                    + " no empty, '.' or '..' parts)", "'" + ZarrStore.printable(key) + "'");
+        }
+        return root.resolve(key);
     }
 
     private static boolean isMetadata(String key) {
@@ -61,7 +70,7 @@ final class FolderStore implements ZarrStore {
 
     @Override
     public long size(String key) {
-        Path file = root.resolve(key);
+        Path file = file(key);
         return storage.exists(file) ? storage.size(file) : -1;
     }
 
@@ -96,7 +105,7 @@ final class FolderStore implements ZarrStore {
 
     @Override
     public Path location(String key) {
-        return key.isEmpty() ? root : root.resolve(key);
+        return key.isEmpty() ? root : Path.of(root + "/" + ZarrStore.printable(key));
     }
 
     @Override

@@ -61,7 +61,8 @@ final class Snappy {
                         length = (int) value;
                     }
                     length += 1;
-                    if (ip + length > ipLimit || op + length > opLimit) {
+                    // compared as differences: a length near 2^31 would overflow a sum
+                    if (length > ipLimit - ip || length > opLimit - op) {
                         return -1;
                     }
                     System.arraycopy(in, ip, out, op, length);
@@ -103,7 +104,7 @@ final class Snappy {
 
     /** Copies a match; returns the new output position, or -1 when it reaches outside the output. */
     private static int copy(byte[] out, int outOffset, int op, int opLimit, int offset, int length) {
-        if (offset <= 0 || op - offset < outOffset || op + length > opLimit) {
+        if (offset <= 0 || offset > op - outOffset || length > opLimit - op) {
             return -1;
         }
         int ref = op - offset;

@@ -204,7 +204,8 @@ public final class Zarr implements AutoCloseable {
                 if (key.startsWith(prefix)) {
                     String rest = key.substring(prefix.length());
                     int slash = rest.indexOf('/');
-                    if (slash > 0 && (rest.endsWith("/.zarray") || rest.endsWith("/.zgroup"))) {
+                    if (slash > 0 && (rest.endsWith("/.zarray") || rest.endsWith("/.zgroup"))
+                            && isChildName(rest.substring(0, slash))) {
                         names.add(rest.substring(0, slash));
                     }
                 }
@@ -218,7 +219,7 @@ public final class Zarr implements AutoCloseable {
                     + "path, or consolidate it with zarr.consolidate_metadata");
         }
         for (String name : listed) {
-            if (!name.startsWith(".")) {
+            if (!name.startsWith(".") && isChildName(name)) {
                 String child = group.isEmpty() ? name : group + "/" + name;
                 if (isArray(child) || isGroup(child)) {
                     names.add(name);
@@ -352,6 +353,14 @@ public final class Zarr implements AutoCloseable {
         } catch (JsonProcessingException e) {
             throw new InvalidFileException(store.location(key), -1, "JSON", e.getOriginalMessage(), e);
         }
+    }
+
+    /**
+     * Whether a listed name names a child of its own: a valid key that {@link #normalize} leaves as it is (a name of
+     * blanks would otherwise be its parent again, and one with surrounding blanks another child).
+     */
+    private static boolean isChildName(String name) {
+        return ZarrStore.isValidKey(name) && name.equals(name.strip());
     }
 
     private static boolean isMetadataKey(String key) {

@@ -49,8 +49,11 @@ public final class ZarrAnnData implements AnnData {
 
     /** Bytes of stored rows of a dense X read at once (whole rows, at least one). */
     private static final long DENSE_BLOCK_BYTES = 16L << 20;
-    /** Stored values read at once by a pass over a sparse X. */
-    private static final int BLOCK = 1 << 20;
+    /**
+     * Stored values read at once by a pass over a sparse X or a read of its rows (12 bytes each on the heap): a
+     * small fixed block, so that the memory a read takes does not follow the row pointers' claims.
+     */
+    private static final int BLOCK = 1 << 16;
 
     private final Zarr zarr;
     private final Path location;
@@ -280,6 +283,10 @@ public final class ZarrAnnData implements AnnData {
         ZarrArray positions = member(zarr, matrix, "indices");
         ZarrArray pointerArray = member(zarr, matrix, "indptr");
         checkValues(zarr, values);
+        // anndata writes every chunk: one missing is damage, not fill values (which would back the stored-value
+        // count the row pointers give with nothing in the store)
+        values.refuseMissingChunks();
+        positions.refuseMissingChunks();
         for (ZarrArray index : List.of(positions, pointerArray)) {
             if (index.dtype().kind() != ZarrDType.Kind.INT && index.dtype().kind() != ZarrDType.Kind.UINT) {
                 throw new InvalidFileException(zarr.location(index.path() + "/.zarray"), -1, index.path() + " of integers",
@@ -301,7 +308,7 @@ public final class ZarrAnnData implements AnnData {
                     + (byColumns ? " (column pointers of a CSC X) of n_vars + 1 = " : " of n_obs + 1 = ") + (pointed + 1)
                     + " entries", pointerArray.length() + " entries");
         }
-        long[] pointers = pointerArray.toLongArray();
+        long[] pointers = pointerArray.readStoredLongs();
         if (pointers[0] != 0 || pointers[pointers.length - 1] != nnz) {
             throw new InvalidFileException(zarr.location(pointerArray.path()), -1, pointerArray.path() + " from 0 to the " + nnz
                     + " stored values", "from " + pointers[0] + " to " + pointers[pointers.length - 1]);
@@ -529,27 +536,43 @@ public final class ZarrAnnData implements AnnData {
             denseRows(first, count, into, rowOffsets, wide);
             return;
         }
-        long[] pointers = rowPointers();
-        long start = pointers[Math.toIntExact(first)];
-        int n = Math.toIntExact(pointers[Math.toIntExact(first + count)] - start);
+        if (variables > Integer.MAX_VALUE) {
+            throw new MemfitException(location + ": " + variables + " genes do not fit int32 column indices");
+        }
+        CscTranspose.Rows transposed = rows();
+        long[] pointers = transposed == null ? indptr : transposed.rowPointers();
         int size = type.byteSize();
-        MemorySegment values = MemorySegment.ofArray(new byte[Math.multiplyExact(n, size)]);
-        int[] columns = new int[n];
-        long[] starts = new long[count + 1];
-        readCsr(first, count, values, MemorySegment.ofArray(columns), starts, type);
         long rowBytes = variables * size;
         for (int r = 0; r < count; r++) {
-            long rowOffset = rowOffsets[r];
-            into.asSlice(rowOffset, rowBytes).fill((byte) 0);
-            for (long k = starts[r]; k < starts[r + 1]; k++) {
+            into.asSlice(rowOffsets[r], rowBytes).fill((byte) 0);
+        }
+        long start = pointers[Math.toIntExact(first)];
+        long end = pointers[Math.toIntExact(first + count)];
+        // the stored values in blocks: the heap taken is one block whatever the row pointers say
+        int block = (int) Math.min(BLOCK, Math.max(1, end - start));
+        MemorySegment values = MemorySegment.ofArray(new byte[block * size]);
+        MemorySegment columns = MemorySegment.ofArray(new int[block]);
+        int r = 0;
+        for (long at = start; at < end; at += block) {
+            int m = (int) Math.min(block, end - at);
+            if (transposed != null) {
+                fromTranspose(transposed, at, m, values, columns, type);
+            } else {
+                readStoredValues(at, m, values, type);
+                storedColumns(at, m, columns);
+            }
+            for (int i = 0; i < m; i++) {
+                while (pointers[Math.toIntExact(first + r + 1)] <= at + i) {
+                    r++;
+                }
                 // added, not set: a column stored twice in a row counts twice, as scipy's toarray() sums duplicates
-                long target = rowOffset + (long) columns[(int) k] * size;
+                long target = rowOffsets[r] + (long) columns.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) * size;
                 if (wide) {
                     into.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, target, into.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, target)
-                            + values.getAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, k));
+                            + values.getAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i));
                 } else {
                     into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, target, into.get(ValueLayout.JAVA_FLOAT_UNALIGNED, target)
-                            + values.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, k));
+                            + values.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i));
                 }
             }
         }
@@ -1017,7 +1040,7 @@ public final class ZarrAnnData implements AnnData {
         }
         int n = (int) shape[0];
         if (type.isText()) {
-            String[] texts = array.readStrings(0, n);
+            String[] texts = array.readStoredStrings();
             for (int i = 0; i < texts.length; i++) {
                 if (texts[i] == null) {
                     texts[i] = "";
@@ -1029,8 +1052,7 @@ public final class ZarrAnnData implements AnnData {
             throw new InvalidFileException(zarr.location(array.path()), -1, AnnDataColumns.CARRIED + " in " + shown,
                     "an array of float16" + AnnDataColumns.CONVERT);
         }
-        byte[] raw = new byte[Math.multiplyExact(n, type.itemSize())];
-        array.readRows(0, n, MemorySegment.ofArray(raw));
+        byte[] raw = array.readStoredBytes();
         ByteBuffer bytes = ByteBuffer.wrap(raw).order(ByteOrder.nativeOrder());
         return switch (type.kind()) {
             case BOOL -> {

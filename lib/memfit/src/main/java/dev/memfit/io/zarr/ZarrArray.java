@@ -69,7 +69,10 @@ public final class ZarrArray {
     private final long rowElements;
     /** Whether a decoded chunk needs no conversion (C order, native byte order), so whole chunks can be streamed. */
     private final boolean streamable;
-    private volatile byte[] fillChunk;
+    /** Set for an array whose every chunk must be stored ({@link #refuseMissingChunks}). */
+    private volatile boolean storedOnly;
+    /** The fill value's bytes once known (empty when zero). */
+    private volatile byte[] fillPattern;
 
     ZarrArray(Zarr owner, String path, int id, JsonNode meta, ZarrAttributes attributes) {
         this.owner = owner;
@@ -132,12 +135,19 @@ public final class ZarrArray {
         this.grid = new long[dims.length];
         long elements = 1;
         long row = 1;
-        for (int d = 0; d < dims.length; d++) {
-            grid[d] = (dims[d] + chunkDims[d] - 1) / chunkDims[d];
-            elements = Math.multiplyExact(elements, chunkDims[d]);
-            if (d > 0) {
-                row = Math.multiplyExact(row, dims[d]);
+        try {
+            for (int d = 0; d < dims.length; d++) {
+                grid[d] = dims[d] / chunkDims[d] + (dims[d] % chunkDims[d] == 0 ? 0 : 1);
+                elements = Math.multiplyExact(elements, chunkDims[d]);
+                if (d > 0) {
+                    row = Math.multiplyExact(row, dims[d]);
+                }
             }
+            // the array's bytes must be countable, so that sizes and offsets computed from them cannot overflow
+            Math.multiplyExact(Math.multiplyExact(dims[0], row), (long) Math.max(1, dtype.itemSize()));
+        } catch (ArithmeticException e) {
+            throw invalid(key, "a shape and chunks of fewer than 2^63 elements and bytes", "shape " + meta.get("shape")
+                    + ", chunks " + meta.get("chunks") + " of " + dtype);
         }
         long bytes = elements * Math.max(1, dtype.itemSize());
         if (elements > Integer.MAX_VALUE - 8 || bytes > Integer.MAX_VALUE - 8) {
@@ -337,9 +347,15 @@ public final class ZarrArray {
         readRows(offset, count, into);
     }
 
-    /** Copies the part of one chunk inside rows [rowStart, rowEnd) to the output laid out from row {@code first}. */
+    /**
+     * Copies the part of one chunk inside rows [rowStart, rowEnd) to the output laid out from row {@code first}; a
+     * null chunk (not in the store) writes the fill value there instead, without a chunk-sized buffer.
+     */
     private void copyRegion(byte[] chunk, long[] coords, long rowStart, long rowEnd, long first, MemorySegment into,
             int item) {
+        if (chunk == null && storedOnly) {
+            throw missing(coords);
+        }
         int n = dims.length;
         long[] lo = new long[n];
         long[] hi = new long[n];
@@ -357,7 +373,11 @@ public final class ZarrArray {
             long bytes = (rowEnd - rowStart) * rowElements * item;
             long from = (rowStart - chunkRowStart) * rowElements * item;
             long to = (rowStart - first) * rowElements * item;
-            MemorySegment.copy(chunk, (int) from, into, ValueLayout.JAVA_BYTE, to, (int) bytes);
+            if (chunk == null) {
+                fill(into, to, bytes);
+            } else {
+                MemorySegment.copy(chunk, (int) from, into, ValueLayout.JAVA_BYTE, to, (int) bytes);
+            }
             return;
         }
         int runBytes = (int) ((hi[n - 1] - lo[n - 1]) * item);
@@ -369,7 +389,11 @@ public final class ZarrArray {
                 out = out * (d == 0 ? 1 : dims[d]) + (d == 0 ? index[0] - first : index[d]);
                 in = in * chunkDims[d] + (index[d] - (d == 0 ? chunkRowStart : lo[d]));
             }
-            MemorySegment.copy(chunk, (int) (in * item), into, ValueLayout.JAVA_BYTE, out * item, runBytes);
+            if (chunk == null) {
+                fill(into, out * item, runBytes);
+            } else {
+                MemorySegment.copy(chunk, (int) (in * item), into, ValueLayout.JAVA_BYTE, out * item, runBytes);
+            }
             int d = n - 2;
             while (d >= 0 && ++index[d] == hi[d]) {
                 index[d] = lo[d];
@@ -589,6 +613,109 @@ public final class ZarrArray {
         return readStrings(0, wholeCount());
     }
 
+    /**
+     * Reads the whole of a 1-D array that must have every chunk stored, as anndata writes its arrays (sparse
+     * pointers, dataframe columns): its bytes in native byte order, as {@link #readRows} writes them. Memory grows with
+     * the chunks read, never with the shape {@code .zarray} claims; a chunk the store lacks is refused rather than read
+     * as the fill value, which nothing in the store would back.
+     *
+     * @return the elements' bytes
+     * @throws InvalidFileException naming the missing or damaged chunk, or an array of more than 2 GiB
+     */
+    byte[] readStoredBytes() {
+        requireVector("readStoredBytes");
+        requireFixedWidth("readStoredBytes");
+        long total = dims[0] * dtype.itemSize();
+        if (total > Integer.MAX_VALUE - 8) {
+            throw invalid(key(".zarray"), "an array of at most 2 GiB to read whole", total + " bytes");
+        }
+        byte[] out = new byte[(int) Math.min(total, 1 << 16)];
+        int filled = 0;
+        long[] coords = new long[1];
+        for (long c = 0; filled < total; c++) {
+            coords[0] = c;
+            byte[] chunk = streamable ? streamedChunk(coords) : numericChunk(coords);
+            if (chunk == null) {
+                throw missing(coords);
+            }
+            int take = (int) Math.min(chunkBytes, total - filled);
+            if (take > out.length - filled) {
+                out = Arrays.copyOf(out, (int) Math.min(total, Math.max(2L * out.length, (long) filled + take)));
+            }
+            System.arraycopy(chunk, 0, out, filled, take);
+            filled += take;
+        }
+        return out;
+    }
+
+    /**
+     * {@link #readStoredBytes()} as whole numbers (see {@link #readLongs}).
+     *
+     * @return the values
+     */
+    long[] readStoredLongs() {
+        requireWhole("readStoredLongs");
+        byte[] bytes = readStoredBytes();
+        return longsOf(ByteBuffer.wrap(bytes).order(NATIVE), bytes.length / dtype.itemSize());
+    }
+
+    /**
+     * Reads the whole of a 1-D text array that must have every chunk stored, as {@link #readStoredBytes()} reads
+     * numbers: the strings as {@link #readStrings} gives them, the array growing with the chunks read.
+     *
+     * @return the strings
+     * @throws InvalidFileException naming the missing or damaged chunk
+     */
+    String[] readStoredStrings() {
+        requireVector("readStoredStrings");
+        if (dtype.kind() != ZarrDType.Kind.STRING) {
+            byte[] bytes = readStoredBytes();
+            String[] out = new String[bytes.length / dtype.itemSize()];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = fixedString(bytes, i * dtype.itemSize());
+            }
+            return out;
+        }
+        if (dims[0] > Integer.MAX_VALUE - 8) {
+            throw invalid(key(".zarray"), "fewer than 2^31 strings to read whole", dims[0] + " strings");
+        }
+        int total = (int) dims[0];
+        String[] out = new String[Math.min(total, 1 << 12)];
+        int filled = 0;
+        long[] coords = new long[1];
+        for (long c = 0; filled < total; c++) {
+            coords[0] = c;
+            Object chunk = chunk(coords);
+            if (chunk == MISSING) {
+                throw missing(coords);
+            }
+            String[] strings = (String[]) chunk;
+            int take = (int) Math.min(chunkElements, total - filled);
+            if (strings.length < take) {
+                throw invalid(chunkKey(coords), "at least " + take + " strings", strings.length + " strings");
+            }
+            if (take > out.length - filled) {
+                out = Arrays.copyOf(out, (int) Math.min(total, Math.max(2L * out.length, (long) filled + take)));
+            }
+            System.arraycopy(strings, 0, out, filled, take);
+            filled += take;
+        }
+        return out;
+    }
+
+    /**
+     * Makes every read refuse a chunk the store lacks rather than read it as the fill value: for arrays anndata
+     * writes whole (a sparse X's data and indices), where a missing chunk is damage.
+     */
+    void refuseMissingChunks() {
+        storedOnly = true;
+    }
+
+    private InvalidFileException missing(long[] coords) {
+        return invalid(chunkKey(coords), "chunk " + Arrays.toString(coords) + " of " + this + " stored (anndata writes every"
+                + " chunk of the arrays memfit reads whole or by stored values)", "no such key in the store");
+    }
+
     private int wholeCount() {
         long size = size();
         if (size > Integer.MAX_VALUE - 8) {
@@ -616,12 +743,12 @@ public final class ZarrArray {
         long number = chunkNumber(coords);
         Object cached = owner.cache().peek(new ChunkCache.Key(id, number));
         if (cached != null) {
-            return cached == MISSING ? fillChunk() : (byte[]) cached;
+            return cached == MISSING ? null : (byte[]) cached;
         }
         String key = chunkKey(coords);
         byte[] raw = owner.store().get(key);
         if (raw == null) {
-            return fillChunk();
+            return null;
         }
         if (compressor == null) {
             owner.cache().decodedUncached();
@@ -630,6 +757,7 @@ public final class ZarrArray {
             }
             return raw;
         }
+        checkDecodable(key, raw);
         byte[] buffer = chunkBytes > STREAM_BUFFER_LIMIT ? new byte[chunkBytes] : streamBuffer(chunkBytes);
         owner.cache().decodedUncached();
         try {
@@ -657,9 +785,22 @@ public final class ZarrArray {
         return number;
     }
 
+    /** A decoded numeric (or fixed-width text) chunk, or null for a chunk the store does not hold (the fill value). */
     private byte[] numericChunk(long[] coords) {
         Object chunk = chunk(coords);
-        return chunk == MISSING ? fillChunk() : (byte[]) chunk;
+        return chunk == MISSING ? null : (byte[]) chunk;
+    }
+
+    /**
+     * Refuses a stored chunk that cannot decode to the chunk size {@code .zarray} claims, before a buffer of that size
+     * is allocated for it: more than the compressor's largest ratio allows for its stored bytes.
+     */
+    private void checkDecodable(String key, byte[] raw) {
+        long most = compressor.mostDecodedBytes(raw);
+        if (chunkBytes > most) {
+            throw invalid(key, "a chunk " + compressor.describe() + " can decode from its " + raw.length + " bytes (at most "
+                    + most + ")", "chunks of " + chunkBytes + " bytes (" + Arrays.toString(chunks) + " of " + dtype + ")");
+        }
     }
 
     /** The decoded chunk at these grid coordinates: a {@code byte[]}, a {@code String[]}, or {@link #MISSING}. */
@@ -685,6 +826,9 @@ public final class ZarrArray {
                     weight += STRING_OVERHEAD + 2L * s.length();
                 }
                 return new ChunkCache.Entry(strings, weight);
+            }
+            if (compressor != null) {
+                checkDecodable(key, raw);
             }
             byte[] bytes = compressor == null ? raw : compressor.decode(raw, chunkBytes);
             if (bytes.length != chunkBytes) {
@@ -754,24 +898,31 @@ public final class ZarrArray {
         }
     }
 
-    /** A decoded chunk of fill values, made when the first absent chunk is read. */
-    private byte[] fillChunk() {
-        byte[] chunk = fillChunk;
-        if (chunk == null) {
-            chunk = new byte[chunkBytes];
-            byte[] pattern = fillPattern();
+    /** Writes the fill value over {@code bytes} bytes (whole elements) of the output from {@code at}. */
+    private void fill(MemorySegment into, long at, long bytes) {
+        byte[] pattern = fillValueBytes();
+        if (pattern == null) {
+            into.asSlice(at, bytes).fill((byte) 0);
+            return;
+        }
+        for (long done = 0; done < bytes; done += pattern.length) {
+            MemorySegment.copy(pattern, 0, into, ValueLayout.JAVA_BYTE, at + done, pattern.length);
+        }
+    }
+
+    /** One element of the fill value in native byte order, or null when it is all zero bytes. */
+    private byte[] fillValueBytes() {
+        byte[] pattern = fillPattern;
+        if (pattern == null) {
+            pattern = fillPattern();
             boolean zero = true;
             for (byte b : pattern) {
                 zero &= b == 0;
             }
-            if (!zero) {
-                for (int at = 0; at < chunk.length; at += pattern.length) {
-                    System.arraycopy(pattern, 0, chunk, at, pattern.length);
-                }
-            }
-            fillChunk = chunk;
+            pattern = zero ? new byte[0] : pattern;
+            fillPattern = pattern;
         }
-        return chunk;
+        return pattern.length == 0 ? null : pattern;
     }
 
     /** One element of the fill value in native byte order ({@code fill_value} null reads as zeros). */

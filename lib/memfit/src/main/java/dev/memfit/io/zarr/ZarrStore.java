@@ -57,6 +57,36 @@ sealed interface ZarrStore extends AutoCloseable permits FolderStore, ZipStore {
      */
     Path location(String key);
 
+    /**
+     * A key as it can appear in a path: NUL (which no file name holds, and {@link Path} refuses) written {@code \0}.
+     *
+     * @param key a key
+     * @return the key, printable
+     */
+    static String printable(String key) {
+        return key.replace("\0", "\\0");
+    }
+
+    /**
+     * Whether a key names something inside a store: relative, without NUL, without empty, {@code .} or {@code ..}
+     * segments (zarr-python refuses such keys too). Names read from a store's metadata (a dataframe's columns) become
+     * keys, so a damaged store could otherwise name a file outside a folder store.
+     *
+     * @param key a key
+     * @return true when it may be looked up
+     */
+    static boolean isValidKey(String key) {
+        if (key.isEmpty() || key.indexOf('\0') >= 0 || key.startsWith("/") || key.endsWith("/")) {
+            return false;
+        }
+        for (String segment : key.split("/", -1)) {
+            if (segment.isEmpty() || segment.equals(".") || segment.equals("..")) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Releases what the store opened itself. */
     @Override
     void close();

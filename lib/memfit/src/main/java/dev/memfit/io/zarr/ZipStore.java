@@ -65,6 +65,10 @@ final class ZipStore implements ZarrStore {
         long directoryOffset = le32(end, eocd + 16) & 0xffffffffL;
         if (eocd >= 20 && le32(end, eocd - 20) == ZIP64_LOCATOR) {
             long zip64 = le64(end, eocd - 20 + 8);
+            if (zip64 < 0 || zip64 > length - 56) {
+                throw new InvalidFileException(zip, zip64, "a ZIP64 end of central directory record inside the " + length
+                        + "-byte archive", "one at byte " + zip64);
+            }
             byte[] record = read(zip64, 56);
             if (le32(record, 0) != ZIP64_EOCD) {
                 throw new InvalidFileException(zip, zip64, "a ZIP64 end of central directory record", "other bytes");
@@ -73,8 +77,8 @@ final class ZipStore implements ZarrStore {
             directorySize = le64(record, 40);
             directoryOffset = le64(record, 48);
         }
-        if (directoryOffset < 0 || directorySize < 0 || directoryOffset + directorySize > length
-                || directorySize > Integer.MAX_VALUE - 8 || entries > directorySize / 46) {
+        if (directoryOffset < 0 || directorySize < 0 || directoryOffset > length || directorySize > length - directoryOffset
+                || directorySize > Integer.MAX_VALUE - 8 || entries < 0 || entries > directorySize / 46) {
             throw new InvalidFileException(zip, directoryOffset, "a central directory inside the archive",
                     entries + " entries in " + directorySize + " bytes at byte " + directoryOffset + " of " + length);
         }
@@ -143,14 +147,29 @@ final class ZipStore implements ZarrStore {
         if (sizes[i] > Integer.MAX_VALUE - 8 || compressedSizes[i] > Integer.MAX_VALUE - 8) {
             throw new InvalidFileException(location(key), -1, "an entry of at most 2 GiB", sizes[i] + " bytes");
         }
+        long length = storage.size(zip);
         long data = dataOffsets.get(i);
         if (data < 0) {
+            if (headerOffsets[i] < 0 || headerOffsets[i] > length - 30) {
+                throw new InvalidFileException(zip, headerOffsets[i], "the local header of entry " + key + " inside the "
+                        + length + "-byte archive", "one at byte " + headerOffsets[i]);
+            }
             byte[] header = read(headerOffsets[i], 30);
             if (le32(header, 0) != LOCAL) {
                 throw new InvalidFileException(zip, headerOffsets[i], "the local header of entry " + key, "other bytes");
             }
             data = headerOffsets[i] + 30 + le16(header, 26) + le16(header, 28);
             dataOffsets.set(i, data);
+        }
+        // sizes from the central directory, checked before anything is allocated by them
+        if (compressedSizes[i] < 0 || compressedSizes[i] > length - data) {
+            throw new InvalidFileException(zip, data, "entry " + key + " (" + compressedSizes[i] + " bytes) inside the " + length
+                    + "-byte archive", "an entry past its end");
+        }
+        if (methods[i] == DEFLATED && (sizes[i] < 0 || sizes[i] > compressedSizes[i] * Codec.DEFLATE_RATIO)) {
+            throw new InvalidFileException(zip, data, "deflated entry " + key + " of at most " + compressedSizes[i] * Codec.DEFLATE_RATIO
+                    + " bytes (" + compressedSizes[i] + " bytes stored, deflate's largest ratio " + Codec.DEFLATE_RATIO + ":1)",
+                    sizes[i] + " bytes");
         }
         byte[] stored = read(data, (int) compressedSizes[i]);
         return switch (methods[i]) {
@@ -209,7 +228,11 @@ final class ZipStore implements ZarrStore {
             if (key.startsWith(start) && key.length() > start.length()) {
                 String rest = key.substring(start.length());
                 int slash = rest.indexOf('/');
-                names.add(slash < 0 ? rest : rest.substring(0, slash));
+                String name = slash < 0 ? rest : rest.substring(0, slash);
+                // an entry such as X//data or a/./b names no child: listing it would make a group its own child
+                if (!name.isEmpty() && !name.equals(".") && !name.equals("..")) {
+                    names.add(name);
+                }
             }
         }
         return new ArrayList<>(names);
@@ -217,7 +240,7 @@ final class ZipStore implements ZarrStore {
 
     @Override
     public Path location(String key) {
-        return Path.of(zip + "!/" + key);
+        return Path.of(zip + "!/" + ZarrStore.printable(key));
     }
 
     private byte[] read(long position, int length) {

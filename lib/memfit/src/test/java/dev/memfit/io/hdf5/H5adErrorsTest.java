@@ -51,6 +51,42 @@ class H5adErrorsTest {
                     f['var/_index'] = names[:5]
                 ad.AnnData(x.toarray().astype(np.float16), dtype=np.float16, obs=obs, var=var).write_h5ad(d + '/f16.h5ad')
                 ad.AnnData(sp.csr_matrix((0, 8), dtype=np.float32), var=var).write_h5ad(d + '/zero.h5ad')
+
+                def rewrite(source, name, edit):
+                    shutil.copy(d + '/' + source, d + '/' + name)
+                    with h5py.File(d + '/' + name, 'r+') as f:
+                        edit(f)
+
+                def compact(f, name, values):
+                    attrs = dict(f[name].attrs)
+                    del f[name]
+                    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+                    plist.set_layout(h5py.h5d.COMPACT)
+                    space = h5py.h5s.create_simple(values.shape)
+                    h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(values.dtype), space, plist).write(
+                        h5py.h5s.ALL, h5py.h5s.ALL, values)
+                    for k, v in attrs.items():
+                        f[name].attrs[k] = v
+
+                # a dense X and an obs column stored compact (in their object headers), as h5py can write them
+                dense = x.toarray() * np.arange(1, 9, dtype=np.float32)
+                ad.AnnData(dense, obs=obs, var=var).write_h5ad(d + '/dense.h5ad')
+                rewrite('dense.h5ad', 'compact.h5ad', lambda f: (compact(f, 'X', dense), compact(f, 'obs/n', np.arange(40.0))))
+                with h5py.File(d + '/compact.h5ad', 'r') as f:
+                    assert f['X'].id.get_create_plist().get_layout() == h5py.h5d.COMPACT
+                    assert f['obs/n'].id.get_create_plist().get_layout() == h5py.h5d.COMPACT
+
+                def holey(f):
+                    del f['obs/n']
+                    n = f['obs'].create_dataset('n', shape=(40,), dtype=np.float64, chunks=(8,), compression='gzip')
+                    n[0:8] = np.arange(8.0)
+                rewrite('good.h5ad', 'holes.h5ad', holey)
+
+                def short_indices(f):
+                    indices = f['X/indices'][...]
+                    del f['X/indices']
+                    f['X'].create_dataset('indices', data=indices[:-3], chunks=True, maxshape=(None,))
+                rewrite('good.h5ad', 'shortindices.h5ad', short_indices)
                 print('ok')
                 """, dir));
     }
@@ -90,6 +126,39 @@ class H5adErrorsTest {
         InvalidFileException shortIndex = assertThrows(InvalidFileException.class, () -> H5ad.open(dir.resolve("shortindex.h5ad")).close());
         assertTrue(shortIndex.getMessage().contains("expected /var/_index of n_vars = 8 entries (one per gene, column of X), found 5 entries"),
                 shortIndex.getMessage());
+    }
+
+    @Test
+    void compactDatasetsAreReadWhole() {
+        try (H5ad compact = H5ad.open(dir.resolve("compact.h5ad")); H5ad contiguous = H5ad.open(dir.resolve("dense.h5ad"));
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            assertEquals(H5ad.Layout.DENSE, compact.layout());
+            var want = arena.allocate(40 * 8 * Float.BYTES);
+            var got = arena.allocate(40 * 8 * Float.BYTES);
+            contiguous.readRows(0, 40, want);
+            compact.readRows(0, 40, got);
+            assertEquals(-1, want.mismatch(got));
+            got.fill((byte) 0);
+            compact.readRows(5, 30, got);
+            assertEquals(-1, want.asSlice(5 * 8 * Float.BYTES, 30 * 8 * Float.BYTES).mismatch(got.asSlice(0, 30 * 8 * Float.BYTES)));
+            assertEquals(contiguous.sum(), compact.sum());
+            assertArrayEquals((double[]) contiguous.columns("obs").get("n"), (double[]) compact.columns("obs").get("n"));
+        }
+    }
+
+    @Test
+    void sizesNothingInTheFileBacksAreRefused() {
+        // an obs column with unwritten chunks would be read whole by a length the file does not hold
+        Path holes = dir.resolve("holes.h5ad");
+        try (H5ad h5ad = H5ad.open(holes)) {
+            InvalidFileException e = assertThrows(InvalidFileException.class, () -> h5ad.columns("obs"));
+            assertTrue(e.getMessage().startsWith(holes + ": expected /obs/n with every chunk stored, as anndata writes it"),
+                    e.getMessage());
+            assertTrue(e.getMessage().endsWith("found 4 of its 5 chunks unwritten (40 elements claimed, in chunks of 8)"), e.getMessage());
+        }
+        Path shortIndices = dir.resolve("shortindices.h5ad");
+        InvalidFileException e = assertThrows(InvalidFileException.class, () -> H5ad.open(shortIndices).close());
+        assertTrue(e.getMessage().contains("expected X/indices (column indices) as long as X/data: "), e.getMessage());
     }
 
     @Test

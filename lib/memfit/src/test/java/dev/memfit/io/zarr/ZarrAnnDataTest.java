@@ -158,6 +158,29 @@ class ZarrAnnDataTest {
     }
 
     @Test
+    void missingChunksOfArraysAnndataWritesWholeAreRefused() throws Exception {
+        // anndata writes every chunk: a store missing one of X/data's, or of a column's, is damaged (fill values
+        // would back the counts the row pointers and the shapes claim with nothing in the store)
+        for (String key : List.of("X/data/0", "obs/score/0")) {
+            Path copy = dir.resolve("missing-" + key.replace('/', '-') + ".zarr");
+            try (var files = Files.walk(dir.resolve("sparse.zarr"))) {
+                for (Path from : files.toList()) {
+                    Files.copy(from, copy.resolve(dir.resolve("sparse.zarr").relativize(from).toString()));
+                }
+            }
+            Files.delete(copy.resolve(key));
+            try (ZarrAnnData data = ZarrAnnData.open(copy); Arena arena = Arena.ofConfined()) {
+                InvalidFileException e = assertThrows(InvalidFileException.class, () -> {
+                    data.readRows(0, 1, arena.allocate(data.variables() * 4));
+                    data.columns("obs");
+                });
+                assertTrue(e.getMessage().startsWith(copy.resolve(key) + ": expected chunk [0] of "), e.getMessage());
+                assertTrue(e.getMessage().endsWith("found no such key in the store"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
     void dataframesWithCategoricalsStringsIntsBoolsAndFloats() {
         try (Zarr zarr = Zarr.open(dir.resolve("sparse.zarr"))) {
             ZarrAttributes obs = zarr.attributes("obs");

@@ -160,6 +160,42 @@ class ZarrCodecsTest {
         }
     }
 
+    @Test
+    void sizesNothingInTheStoreBacksAreNeverAllocated() throws Exception {
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory
+                .getThreadMXBean();
+        // a 1 GB chunk claimed for a zlib stream of a few bytes: refused before a buffer of that size
+        Path claim = Files.createDirectories(dir.resolve("claim.zarr"));
+        Files.writeString(claim.resolve(".zarray"), "{\"zarr_format\":2,\"shape\":[1000000000],\"chunks\":[1000000000],"
+                + "\"dtype\":\"|u1\",\"compressor\":{\"id\":\"zlib\",\"level\":1},\"fill_value\":0,\"filters\":null,\"order\":\"C\"}");
+        java.util.zip.Deflater deflater = new java.util.zip.Deflater();
+        deflater.setInput(new byte[100]);
+        deflater.finish();
+        byte[] stream = new byte[64];
+        Files.write(claim.resolve("0"), java.util.Arrays.copyOf(stream, deflater.deflate(stream)));
+        try (Zarr zarr = Zarr.open(claim); Arena arena = Arena.ofConfined()) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            InvalidFileException e = assertThrows(InvalidFileException.class, () -> zarr.array("").readRows(0, 10, arena.allocate(10)));
+            assertTrue(threads.getCurrentThreadAllocatedBytes() - before < 1 << 20, "allocated by the claim");
+            assertTrue(e.getMessage().contains("expected a chunk zlib can decode from its "), e.getMessage());
+            assertTrue(e.getMessage().endsWith("found chunks of 1000000000 bytes ([1000000000] of |u1)"), e.getMessage());
+        }
+        // chunks the store lacks read as the fill value, written in place: no chunk-sized buffer
+        Path holes = Files.createDirectories(dir.resolve("holes.zarr"));
+        Files.writeString(holes.resolve(".zarray"), "{\"zarr_format\":2,\"shape\":[2000000000],\"chunks\":[1000000000],"
+                + "\"dtype\":\"<i2\",\"compressor\":null,\"fill_value\":7,\"filters\":null,\"order\":\"C\"}");
+        try (Zarr zarr = Zarr.open(holes); Arena arena = Arena.ofConfined()) {
+            MemorySegment into = arena.allocate(20);
+            long before = threads.getCurrentThreadAllocatedBytes();
+            zarr.array("").readRows(999_999_995, 10, into);
+            assertTrue(threads.getCurrentThreadAllocatedBytes() - before < 1 << 20, "allocated a fill chunk");
+            for (int i = 0; i < 10; i++) {
+                assertEquals(7, into.getAtIndex(java.lang.foreign.ValueLayout.JAVA_SHORT, i));
+            }
+            assertEquals(7, zarr.array("").readLongs(1_999_999_999, 1)[0]);
+        }
+    }
+
     static String sha256(MemorySegment segment) throws Exception {
         MessageDigest digest = MessageDigest.getInstance("SHA-256");
         digest.update(segment.asByteBuffer());
