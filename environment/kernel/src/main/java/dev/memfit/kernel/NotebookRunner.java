@@ -36,7 +36,9 @@ import java.util.Locale;
  * Stops at the first cell that fails to compile or throws (a failed {@code Lesson.expect} among them), exit status 1.
  *
  * <p>Run it from the notebook's folder (the kernel's working directory, against which the notebooks' relative paths
- * are written), with the kernel's JVM flags: {@code ./memfit notebooks --jshell} does.
+ * are written), with the kernel's JVM flags and the cells' jars on the JVM's own class path as well (JShell's local
+ * engine resolves the classes it rewrites through it: without them a cell can fail with "Could not resolve class"):
+ * {@code ./memfit notebooks --jshell} does.
  *
  * <pre>{@code
  * java -cp memfit-kernel.jar:rapaio-jupyter-kernel.jar dev.memfit.kernel.NotebookRunner NOTEBOOK.ipynb OUT_DIR
@@ -126,7 +128,12 @@ public final class NotebookRunner {
                 both.printf("---- cell %d ----%n", index);
                 cellText.reset();
                 int imagesBefore = images.size();
-                String failure = runCell(shell, source, index, images);
+                String failure;
+                try {
+                    failure = runCell(shell, source, index, images);
+                } catch (RuntimeException e) {   // JShell itself failed (a class it could not resolve, say)
+                    failure = "JShell failed: " + e;
+                }
                 both.flush();
                 Path image = images.size() > imagesBefore ? images.getLast() : null;
                 recordOutputs(executed, index, ran, cellText.toString(StandardCharsets.UTF_8), image, failure);
