@@ -27,14 +27,25 @@ pack() { (cd "$OUT/results" && tar -czf "$OUT/results.tar.gz" .); }
 
 t "machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-echo "cores $(nproc), memory $(free -g | awk '/Mem:/ {print $2}') GiB, python3 $(command -v python3)"
+echo "cores $(nproc), memory $(free -g | awk '/Mem:/ {print $2}') GiB, kernel $(uname -r), python3 $(command -v python3)"
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "sees GPU", torch.cuda.is_available())'
 
 t "unpack"
 if [ ! -x .device/jdk/bin/java ]; then
     xz -dc -T0 .device/gpu-carry.tar.xz | tar -x || { echo "cannot unpack .device/gpu-carry.tar.xz"; exit 99; }
 fi
+[ ! -f .device/memfit-new.jar ] || cp .device/memfit-new.jar lib/cli/target/lib/memfit-0.1.0-SNAPSHOT.jar   # a rebuilt core, carried alone
 mkdir -p build && touch build/.memfit-built   # the carried jars are this tree's build: no Maven here
+# Charts need fonts: a machine without fontconfig or fonts (as GPU images often are) gets the carried DejaVu fonts
+# and, when it has no libfontconfig, the carried library; Java's AWT finds them through fontconfig.
+if [ -d .device/fonts ] && { ! ldconfig -p | grep -q libfontconfig.so.1 || [ -z "$(fc-list 2>/dev/null | head -n 1)" ]; }; then
+    fonts=$ROOT/.device/fonts
+    printf '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir>%s</dir><cachedir>/tmp/fontconfig-cache</cachedir></fontconfig>\n' \
+        "$fonts" > "$fonts/fonts.conf"
+    export FONTCONFIG_FILE=$fonts/fonts.conf
+    ldconfig -p | grep -q libfontconfig.so.1 || export LD_LIBRARY_PATH=$fonts/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "fonts: the carried DejaVu fonts ($FONTCONFIG_FILE)"
+fi
 export JAVA_HOME=$ROOT/.device/jdk
 export DJL_OFFLINE=true OPT_OUT_TRACKING=true
 "$JAVA_HOME/bin/java" -version 2>&1 | head -n 1

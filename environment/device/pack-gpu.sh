@@ -3,7 +3,7 @@
 # (environment/device/gpu-verify.sh): a jlinked JDK (javac and jni.h for ./memfit gpu-setup, JShell for the notebooks),
 # the built jars (less DJL's CPU natives, the S3 test server's stack, ICU (Tablesaw's CSV charset guess) and other
 # platforms' natives), the test jar, JUnit's
-# console launcher, and DJL's JNI sources. Writes .device/gpu-carry.tar.xz (unpacked over the repository root there)
+# console launcher, fonts for the charts, and DJL's JNI sources. Writes .device/gpu-carry.tar.xz (unpacked over the repository root there)
 # and copies the JNI sources beside it. Run after ./memfit setup (or ./mvnw package) on this machine.
 #
 # usage: environment/device/pack-gpu.sh [DJL_SRC_TARBALL] [PREBUILT_JNI.so]
@@ -59,6 +59,14 @@ while IFS= read -r -d '' jar; do
     (cd "$dir" && unzip -q "$jar" && rm -f "$jar" && zip -q -0 -X -r "$jar" META-INF/MANIFEST.MF . 2>/dev/null || zip -q -0 -X -r "$jar" .)
     rm -rf "$dir"
 done < <(find "$STAGE" -name '*.jar' -print0)
+# fonts for the charts (GPU images often have neither fonts nor fontconfig): DejaVu and fontconfig with its libraries
+mkdir -p "$STAGE/.device/fonts/lib"
+for font in DejaVuSans.ttf DejaVuSans-Bold.ttf DejaVuSansMono.ttf; do
+    cp /usr/share/fonts/truetype/dejavu/$font "$STAGE/.device/fonts/" || { echo "pack-gpu: no $font (apt-get install fonts-dejavu-core)" >&2; exit 1; }
+done
+for lib in libfontconfig.so.1 libfreetype.so.6 libexpat.so.1 libz.so.1 libpng16.so.16 libbrotlidec.so.1 libbrotlicommon.so.1; do
+    cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$STAGE/.device/fonts/lib/" || { echo "pack-gpu: no $lib" >&2; exit 1; }
+done
 (cd "$STAGE" && tar -cf - .device lib environment | xz -6 -T0 > "$OUT/gpu-carry.tar.xz.partial")
 mv "$OUT/gpu-carry.tar.xz.partial" "$OUT/gpu-carry.tar.xz"
 cp "$DJL_SRC" "$OUT/djl-src.tar.gz"

@@ -102,6 +102,13 @@ public final class NotebookRunner {
      */
     Result run(Path notebook, String classPath) throws IOException {
         JsonObject executed = JsonParser.parseString(Files.readString(notebook)).getAsJsonObject();
+        for (JsonElement cell : executed.getAsJsonArray("cells")) {   // as nbformat requires of every code cell
+            JsonObject code = cell.getAsJsonObject();
+            if ("code".equals(code.get("cell_type").getAsString())) {
+                code.add("execution_count", com.google.gson.JsonNull.INSTANCE);
+                code.add("outputs", new JsonArray());
+            }
+        }
         List<String> cells = codeCells(notebook);
         Files.createDirectories(out);
         List<Path> images = new ArrayList<>();
@@ -197,7 +204,7 @@ public final class NotebookRunner {
     private void writeExecuted(JsonObject notebook, Path source) throws IOException {
         Path target = out.resolve(source.getFileName().toString());
         Path partial = out.resolve(source.getFileName() + ".partial");
-        Files.writeString(partial, new com.google.gson.GsonBuilder().setPrettyPrinting().disableHtmlEscaping().create()
+        Files.writeString(partial, new com.google.gson.GsonBuilder().setPrettyPrinting().disableHtmlEscaping().serializeNulls().create()
                 .toJson(notebook) + System.lineSeparator());
         Files.move(partial, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     }

@@ -105,6 +105,7 @@ class NotebookRunnerTest {
         assertEquals("java.lang.IllegalStateException", error.get("ename").getAsString());
         assertEquals("This run contradicts the notebook's lesson: n = 2", error.get("evalue").getAsString());
         assertEquals(0, cells.get(3).getAsJsonObject().getAsJsonArray("outputs").size(), "the cells after it did not run");
+        assertTrue(cells.get(3).getAsJsonObject().get("execution_count").isJsonNull(), "and have no execution count");
     }
 
     @Test

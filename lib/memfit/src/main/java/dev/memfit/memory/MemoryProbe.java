@@ -116,7 +116,8 @@ public final class MemoryProbe implements AutoCloseable {
             deviceBytes = CudaUtils.getGpuMemory(device).getUsed();
         }
         return new MemorySample(seconds, memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getMax(),
-                direct, NativeMemory.ALLOCATED.bytes(), NativeMemory.MAPPED.bytes(), rss[0], rss[1], rss[2], deviceBytes);
+                direct, NativeMemory.ALLOCATED.bytes(), NativeMemory.MAPPED.bytes(), rss[0], rss[1], rss[2], deviceBytes,
+                memory.getHeapMemoryUsage().getCommitted());
     }
 
     /** VmRSS, RssAnon and RssFile in bytes, or -1 each where /proc is not there. */

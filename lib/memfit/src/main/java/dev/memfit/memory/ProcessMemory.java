@@ -43,6 +43,30 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
     }
 
     /**
+     * Asks the C allocator to give memory it keeps after frees back to the operating system (glibc's
+     * {@code malloc_trim(0)}). Freed native memory (an earlier loader's buffers, say) otherwise stays resident and is
+     * reused without growing the RSS, so a measurement of what the next step holds would read too little; call this
+     * (after {@code System.gc()}) before such a measurement starts.
+     *
+     * @return true when the allocator was asked; false where it has no such call (musl, macOS)
+     */
+    public static boolean returnFreedMemory() {
+        java.util.Optional<java.lang.foreign.MemorySegment> trim = java.lang.foreign.Linker.nativeLinker().defaultLookup()
+                .find("malloc_trim");
+        if (trim.isEmpty()) {
+            return false;
+        }
+        try {
+            int ignored = (int) java.lang.foreign.Linker.nativeLinker().downcallHandle(trim.get(),
+                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
+                            java.lang.foreign.ValueLayout.JAVA_LONG)).invokeExact(0L);
+            return true;
+        } catch (Throwable e) {
+            return false;
+        }
+    }
+
+    /**
      * The memory as seen under a file-system root that holds {@code proc/meminfo}, {@code proc/self/cgroup} and
      * {@code sys/fs/cgroup}; tests build such a tree in a temporary folder. Missing or unreadable files mean "no
      * limit" (or "unknown" for meminfo), never an exception.

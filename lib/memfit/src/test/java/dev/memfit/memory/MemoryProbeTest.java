@@ -49,4 +49,23 @@ class MemoryProbeTest {
         assertTrue(timeline.peakHeap() > 0 && timeline.samples().getFirst().heapMax() > 0);
         assertEquals(-1, timeline.peak(MemorySample::device), "no device given: not measured");
     }
+
+    @Test
+    void offHeapMemoryShowsOutsideTheHeapWhateverTheHeapDoes() {
+        MemorySample before = MemoryProbe.now();
+        assertTrue(before.heapCommitted() >= before.heapUsed() && before.heapCommitted() > 0, before.toString());
+        assertEquals(before.rssAnon() - before.heapCommitted(), before.anonOutsideHeap());
+        long size = 128L << 20;
+        try (ArraySource source = ArraySource.allocate("off heap", size / 4, new ai.djl.ndarray.types.Shape(1), DType.FLOAT32)) {
+            source.data().fill((byte) 1);
+            long grew = MemoryProbe.now().anonOutsideHeap() - before.anonOutsideHeap();
+            assertTrue(grew > size / 2, "128 MiB written off the heap: grew " + (grew >> 20) + " MiB");
+        }
+        assertEquals(-1, new MemorySample(0, 0, 0, 0, 0, 0, -1, -1, -1, -1, 0).anonOutsideHeap(), "no /proc: not measured");
+    }
+
+    @Test
+    void freedNativeMemoryGoesBackToTheSystemWhenAsked() {
+        assertTrue(ProcessMemory.returnFreedMemory(), "glibc's malloc_trim is there on Linux");
+    }
 }

@@ -173,7 +173,7 @@ class ChartsTest {
         for (int i = 0; i <= 10; i++) {
             // heap starts at 300 MiB and falls 1 MiB a step; native grows 10 MiB a step from 2 MiB
             samples.add(new MemorySample(i, (300 - i) * mib, 1024 * mib, 0, (2 + 10L * i) * mib, 0, 500 * mib,
-                    (400 + 10L * i) * mib, 100 * mib, -1));
+                    (400 + 10L * i) * mib, 100 * mib, -1, 0));
         }
         XYChart chart = Charts.memoryGrowthChart("growth", 100 * mib, new MemoryTimeline("run", samples, List.of()));
         assertEquals("MiB more than at the start", chart.getYAxisTitle());
@@ -192,7 +192,7 @@ class ChartsTest {
         for (int i = 0; i <= 20; i++) {
             long mb = 1 << 20;
             samples.add(new MemorySample(i * 0.5, (10 + i) * mb, 1024 * mb, 0, (5L + 2L * i) * mb, 0, (100 + 3L * i) * mb,
-                    (80 + 2L * i) * mb, 20 * mb, -1));
+                    (80 + 2L * i) * mb, 20 * mb, -1, 0));
         }
         var marks = List.of(new MemoryTimeline.Mark(2.5, "epoch 1"), new MemoryTimeline.Mark(7.0, "epoch 2"));
         XYChart chart = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", samples, marks));
@@ -248,8 +248,8 @@ class ChartsTest {
 
     @Test
     void memoryTimelineWithoutMarksHasNoAnnotations() throws Exception {
-        MemorySample a = new MemorySample(0, 10 << 20, 1 << 30, 0, 0, 0, 100 << 20, 80 << 20, 20 << 20, -1);
-        MemorySample b = new MemorySample(1, 30 << 20, 1 << 30, 0, 0, 0, 200 << 20, 90 << 20, 110 << 20, -1);
+        MemorySample a = new MemorySample(0, 10 << 20, 1 << 30, 0, 0, 0, 100 << 20, 80 << 20, 20 << 20, -1, 0);
+        MemorySample b = new MemorySample(1, 30 << 20, 1 << 30, 0, 0, 0, 200 << 20, 90 << 20, 110 << 20, -1, 0);
         XYChart chart = Charts.memoryTimelineChart("memory", new MemoryTimeline("run", List.of(a, b), List.of()));
         assertTrue(annotations(chart).isEmpty());
         assertTrue(names(chart).contains("native (memfit)"), "memfit allocating nothing is still a line at 0");
