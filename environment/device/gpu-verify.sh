@@ -79,7 +79,7 @@ if [[ " $STEPS " == *" tests "* ]]; then
         --disable-banner --details=tree --fail-if-no-tests --reports-dir "$OUT/results/junit" --class-path "$cp" \
         --select-class dev.memfit.train.GpuTrainingTest --select-class dev.memfit.train.GpuCheckpointTest \
         --select-class dev.memfit.memory.DeviceMemoryGpuTest --select-class dev.memfit.memory.BatchSizeFinderGpuTest \
-        --select-class dev.memfit.memory.PinnedMemoryTest > "$OUT/results/tests.txt" 2>&1
+        --select-class dev.memfit.PinnedMemoryTest > "$OUT/results/tests.txt" 2>&1
     status=$?
     cat "$OUT/results/tests.txt"
     [ $status = 0 ] || fail "GPU-gated tests (exit $status)"

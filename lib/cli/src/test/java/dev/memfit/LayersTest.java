@@ -33,7 +33,7 @@ class LayersTest {
 
     /** The library's packages, bottom first: each may use itself and the packages before it, never one after it. */
     static final List<String> LAYERS = List.of(
-            "dev.memfit",               // exceptions, DType, the native-memory ledger, parameters, progress
+            "dev.memfit",               // exceptions, DType, the native-memory ledger, pinned memory, parameters, progress
             "dev.memfit.io.storage",    // bytes of files: positional, mapped, page cache, atomic writes
             "dev.memfit.io.cloud",      // objects in s3:// and gs:// buckets through a verified local cache
             "dev.memfit.io.anndata",    // AnnData read out of core whatever holds it; FrameColumn, CscTranspose
@@ -50,12 +50,11 @@ class LayersTest {
             "dev.memfit.memory",
             "dev.memfit.train",
             "dev.memfit.synthetic",
-            "dev.memfit.eval",
-            "dev.memfit.plot");
+            "dev.memfit.eval");
 
     /** Modules built on the library; the library may not refer to them, nor bench to cli. */
-    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.nd4j", "dev.memfit.bench", "dev.memfit.cli",
-            "dev.memfit.spark");
+    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.plot", "dev.memfit.nd4j", "dev.memfit.bench",
+            "dev.memfit.cli", "dev.memfit.spark");
 
     @Test
     void everyLibraryPackageUsesOnlyThePackagesBelowIt() {
@@ -106,6 +105,21 @@ class LayersTest {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
                     name + " is on the CLI's class path");
         }
+    }
+
+    @Test
+    void chartsLiveInTheNotebookModuleAndXChartStaysOffTheLibrary() {
+        List<String> xchart = new ArrayList<>();
+        forEachClassReference(classRoot(DType.class), (from, to) -> {
+            if (to.startsWith("org/knowm/xchart/")) {
+                xchart.add(from + " uses " + to);
+            }
+        });
+        assertTrue(xchart.isEmpty(), String.join("\n", xchart));
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.plot.Charts.class));
+        assertEquals(java.util.Set.of("dev.memfit.plot"), uses.keySet(), "memfit-notebook holds dev.memfit.plot alone");
+        uses.get("dev.memfit.plot").forEach(to -> assertTrue(LAYERS.contains(to), "dev.memfit.plot uses " + to
+                + ", which is not part of the library"));
     }
 
     @Test

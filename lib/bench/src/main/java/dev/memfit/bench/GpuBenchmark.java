@@ -11,7 +11,7 @@ import dev.memfit.ProgressListener;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
-import dev.memfit.memory.PinnedMemory;
+import dev.memfit.PinnedMemory;
 import dev.memfit.source.ArraySource;
 import dev.memfit.train.FitResult;
 import dev.memfit.train.TopicModel;

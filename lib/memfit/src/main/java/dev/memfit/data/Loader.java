@@ -104,7 +104,7 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
-     * Pins the loader's batch buffers in place for copies to a GPU ({@link dev.memfit.memory.PinnedMemory}), so
+     * Pins the loader's batch buffers in place for copies to a GPU ({@link dev.memfit.PinnedMemory}), so
      * that a batch reaches the device by DMA at the link's speed; they are unpinned when the loader closes. The
      * trainers call it when they train on a GPU; calling it again does nothing. Buffers of random-access loaders are
      * pinned; a streaming loader's are not (yet).

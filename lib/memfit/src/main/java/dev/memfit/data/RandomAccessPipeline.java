@@ -9,7 +9,7 @@ import dev.memfit.NativeMemory;
 import dev.memfit.sample.SampleOrder;
 import dev.memfit.sample.Sampler;
 
-import dev.memfit.memory.PinnedMemory;
+import dev.memfit.PinnedMemory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

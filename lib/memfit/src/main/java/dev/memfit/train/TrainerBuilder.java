@@ -84,7 +84,7 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
 
     /**
      * Whether, on a GPU, the loader's batch buffers are pinned (page-locked) so that batches reach the device by DMA
-     * ({@link dev.memfit.memory.PinnedMemory}; default true, as PyTorch's {@code pin_memory=True}). Pinned memory
+     * ({@link dev.memfit.PinnedMemory}; default true, as PyTorch's {@code pin_memory=True}). Pinned memory
      * cannot be paged out: turn it off on a host short of memory. Without a CUDA runtime nothing is pinned either way.
      *
      * @param pinned false to copy from pageable memory

@@ -1,4 +1,4 @@
-package dev.memfit.memory;
+package dev.memfit;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;

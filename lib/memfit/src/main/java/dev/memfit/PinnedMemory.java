@@ -1,4 +1,4 @@
-package dev.memfit.memory;
+package dev.memfit;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
