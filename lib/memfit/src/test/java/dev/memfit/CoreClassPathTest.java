@@ -7,15 +7,15 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
- * What a training program that depends on the core alone does not get: charts (memfit-notebook, XChart) and Spark
- * (memfit-spark). This test runs on the core's own class path, so a dependency that creeps back into lib/memfit's
+ * What a training program that depends on the core alone does not get: charts and tables (memfit-notebook: XChart,
+ * Tablesaw) and Spark (memfit-spark). This test runs on the core's own class path, so a dependency that creeps back into lib/memfit's
  * POM fails it.
  */
 class CoreClassPathTest {
 
     @Test
-    void chartsAndSparkAreNotOnTheCoresClassPath() {
-        for (String name : List.of("org.knowm.xchart.XYChart", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
+    void chartsTablesAndSparkAreNotOnTheCoresClassPath() {
+        for (String name : List.of("org.knowm.xchart.XYChart", "tech.tablesaw.api.Table", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
                 "org.apache.spark.SparkContext")) {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
                     name + " is on the core's class path");

@@ -101,7 +101,7 @@ final class EstimateCommand implements Callable<Integer> {
                 ? dev.memfit.io.cloud.ObjectUri.of(file).toString() : file.toString();
         System.out.printf(Locale.ROOT, "%s: %,d samples of %,d bytes (%.1f MiB), loaded %s%n%n", shown, samples, sampleBytes,
                 dataBytes / (double) (1L << 20), how.describe());
-        System.out.println(estimate.table().printAll());
+        System.out.print(estimate);
         System.out.println();
         System.out.println(Advice.of(estimate, dataBytes, machine).text());
         if (atlas != null) {

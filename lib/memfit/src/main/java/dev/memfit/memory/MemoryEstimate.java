@@ -1,9 +1,6 @@
 package dev.memfit.memory;
 
-import tech.tablesaw.api.DoubleColumn;
-import tech.tablesaw.api.StringColumn;
-import tech.tablesaw.api.Table;
-
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -72,31 +69,62 @@ public record MemoryEstimate(List<Component> components) {
     }
 
     /**
-     * The breakdown as a table: component, where, MiB (2^20 bytes).
+     * One line of the breakdown: a component, or the total of one place.
      *
-     * @return the table
+     * @param component what it is ("total" for a place's total)
+     * @param where where it lives, in words ("native", "page cache", ...)
+     * @param mebibytes its size in MiB (2^20 bytes), to two decimals
      */
-    public Table table() {
-        StringColumn name = StringColumn.create("component");
-        StringColumn where = StringColumn.create("where");
-        DoubleColumn megabytes = DoubleColumn.create("MiB");
+    public record Row(String component, String where, double mebibytes) {
+    }
+
+    /**
+     * The breakdown: each component, then the total of each place that holds anything.
+     *
+     * @return the rows, in that order
+     */
+    public List<Row> rows() {
+        List<Row> rows = new ArrayList<>();
         for (Component component : components) {
-            name.append(component.name());
-            where.append(component.where().name().toLowerCase(Locale.ROOT).replace('_', ' '));
-            megabytes.append(Math.round(component.bytes() * 100.0 / (1 << 20)) / 100.0);
+            rows.add(new Row(component.name(), words(component.where()), mebibytes(component.bytes())));
         }
         for (Where place : Where.values()) {
             if (total(place) > 0) {
-                name.append("total");
-                where.append(place.name().toLowerCase(Locale.ROOT).replace('_', ' '));
-                megabytes.append(Math.round(total(place) * 100.0 / (1 << 20)) / 100.0);
+                rows.add(new Row("total", words(place), mebibytes(total(place))));
             }
         }
-        return Table.create("Memory estimate").addColumns(name, where, megabytes);
+        return rows;
     }
 
+    private static String words(Where where) {
+        return where.name().toLowerCase(Locale.ROOT).replace('_', ' ');
+    }
+
+    private static double mebibytes(long bytes) {
+        return Math.round(bytes * 100.0 / (1 << 20)) / 100.0;
+    }
+
+    /** The breakdown as a text table (component, where, MiB), as the CLI and the notebooks print it. */
     @Override
     public String toString() {
-        return table().printAll();
+        List<Row> rows = rows();
+        String[] header = {"component", "where", "MiB"};
+        int[] width = {header[0].length(), header[1].length(), header[2].length()};
+        List<String[]> cells = new ArrayList<>();
+        for (Row row : rows) {
+            String[] line = {row.component(), row.where(), String.format(Locale.ROOT, "%.2f", row.mebibytes())};
+            for (int i = 0; i < 3; i++) {
+                width[i] = Math.max(width[i], line[i].length());
+            }
+            cells.add(line);
+        }
+        StringBuilder text = new StringBuilder("Memory estimate").append(System.lineSeparator());
+        String format = " %-" + width[0] + "s | %-" + width[1] + "s | %" + width[2] + "s" + System.lineSeparator();
+        text.append(String.format(Locale.ROOT, format, (Object[]) header));
+        text.append("-".repeat(width[0] + width[1] + width[2] + 8)).append(System.lineSeparator());
+        for (String[] line : cells) {
+            text.append(String.format(Locale.ROOT, format, (Object[]) line));
+        }
+        return text.toString();
     }
 }

@@ -62,7 +62,11 @@ class MemoryEstimatorTest {
         assertEquals(8_000, estimate.total(MemoryEstimate.Where.HEAP));
         // weights + gradients + 2 Adam states + activations + the batch copy
         assertEquals(40_000 + 40_000 + 80_000 + 100 * 50 * 4 + 50 * 400, estimate.total(MemoryEstimate.Where.DEVICE));
-        assertTrue(estimate.table().rowCount() > 5);
+        assertTrue(estimate.rows().size() > 5);
+        assertTrue(estimate.rows().stream().anyMatch(r -> r.component().equals("total") && r.where().equals("native")),
+                estimate.rows().toString());
+        assertTrue(estimate.toString().startsWith("Memory estimate"), estimate.toString());
+        assertTrue(estimate.toString().contains(estimate.rows().getFirst().component()), estimate.toString());
         MemoryEstimate sgd = MemoryEstimator.builder().setData(1_000, 400, LoadingStrategy.mapped())
                 .setModel(10_000, 0).optOptimizer(MemoryEstimator.Optimizer.SGD).optPrecision(2).optBatchSize(50).build().estimate();
         assertEquals(20_000 + 20_000 + 50 * 400, sgd.total(MemoryEstimate.Where.DEVICE));
