@@ -2,9 +2,9 @@
 # Packs what a GPU machine with a CUDA torch but no Java, Maven or network needs to run memfit's GPU checks
 # (environment/device/gpu-verify.sh): a jlinked JDK (javac and jni.h for ./memfit gpu-setup, JShell for the notebooks),
 # the built jars (less DJL's CPU natives, the S3 test server's stack, ICU (Tablesaw's CSV charset guess) and other
-# platforms' natives), the test jar, JUnit's
-# console launcher, fonts for the charts, and DJL's JNI sources. Writes .device/gpu-carry.tar.xz (unpacked over the repository root there)
-# and copies the JNI sources beside it. Run after ./memfit setup (or ./mvnw package) on this machine.
+# platforms' natives), the test jar, JUnit's console launcher, fonts for the charts, and DJL's JNI sources. Writes
+# .device/gpu-carry.tar.xz (unpacked over the repository root there) and copies the JNI sources beside it. Run after
+# ./memfit setup (or ./mvnw package) on this machine. The device tool carries at most 64 MiB: the tarball is ~52 MB.
 #
 # usage: environment/device/pack-gpu.sh [DJL_SRC_TARBALL] [PREBUILT_JNI.so]
 set -euo pipefail
