@@ -31,9 +31,13 @@ echo "cores $(nproc), memory $(free -g | awk '/Mem:/ {print $2}') GiB, kernel $(
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "sees GPU", torch.cuda.is_available())'
 
 t "unpack"
-if [ ! -x .device/jdk/bin/java ]; then
+# unpacked again whenever the tarball changed: a warm machine keeps the last call's unpacked jars
+sum=$(sha256sum .device/gpu-carry.tar.xz | cut -d' ' -f1)
+if [ ! -x .device/jdk/bin/java ] || [ "$(cat .device/unpacked.sha256 2>/dev/null)" != "$sum" ]; then
     xz -dc -T0 .device/gpu-carry.tar.xz | tar -x || { echo "cannot unpack .device/gpu-carry.tar.xz"; exit 99; }
+    echo "$sum" > .device/unpacked.sha256
 fi
+echo "carried build: $sum ($(git log -1 --format='%h %cd' --date=iso 2>/dev/null || echo 'no git'))"
 [ ! -f .device/memfit-new.jar ] || cp .device/memfit-new.jar lib/cli/target/lib/memfit-0.1.0-SNAPSHOT.jar   # a rebuilt core, carried alone
 mkdir -p build && touch build/.memfit-built   # the carried jars are this tree's build: no Maven here
 # Charts need fonts: a machine without fontconfig or fonts (as GPU images often are) gets the carried DejaVu fonts

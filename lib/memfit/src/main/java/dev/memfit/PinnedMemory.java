@@ -16,9 +16,11 @@ import java.util.Optional;
  * of it. memfit pins its loaders' own off-heap batch buffers in place ({@code cudaHostRegister}), once per loader, so
  * nothing is copied twice; DJL has no pinned allocator of its own.
  *
- * <p>Works through the CUDA runtime that PyTorch has loaded ({@code libcudart}); where there is none (a CPU-only
- * engine, a machine without a GPU) {@link #available()} is false and {@link #pin} returns nothing, so callers go on
- * with pageable memory. Pinned memory cannot be swapped out: pin buffers, never whole data sets.
+ * <p>Works only through a CUDA runtime ({@code libcudart}) that PyTorch has already loaded (found with
+ * {@code dlopen(RTLD_NOLOAD)}, never loaded here), so pinning is registered with the runtime and driver that train;
+ * where there is none (DJL's CPU engine, a machine without a GPU) {@link #pin} returns nothing and callers go on with
+ * pageable memory. A refused registration leaves no error behind for PyTorch's next kernel (the runtime's last error
+ * is cleared). Pinned memory cannot be swapped out: pin buffers, never whole data sets.
  */
 public final class PinnedMemory {
 
@@ -28,6 +30,7 @@ public final class PinnedMemory {
     private static final List<String> RUNTIMES = List.of("libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
             "libcudart.so");
 
+    /** The runtime once found; null until PyTorch has loaded one (a failed search is not kept). */
     private static volatile Runtime runtime;
 
     private PinnedMemory() {
@@ -86,6 +89,7 @@ public final class PinnedMemory {
             return Optional.empty();
         }
         if (status != 0) {
+            cuda.clearError();
             return Optional.empty();
         }
         return Optional.of(new Pin() {
@@ -103,9 +107,11 @@ public final class PinnedMemory {
                 }
                 closed = true;
                 try {
-                    int ignored = (int) cuda.unregister.invokeExact(segment);
+                    if ((int) cuda.unregister.invokeExact(segment) != 0) {
+                        cuda.clearError();   // unpinning only fails for memory that was never pinned: nothing to undo
+                    }
                 } catch (Throwable e) {
-                    // unpinning only fails for memory that was never pinned: nothing left to undo
+                    // the runtime is gone (process exit): nothing left to undo
                 }
             }
         });
@@ -115,43 +121,71 @@ public final class PinnedMemory {
         Runtime found = runtime;
         if (found == null) {
             synchronized (PinnedMemory.class) {
-                if (runtime == null) {
-                    runtime = Runtime.load();
-                }
                 found = runtime;
+                if (found == null) {
+                    found = Runtime.load();
+                    if (found.error == null) {
+                        runtime = found;   // only success is kept: a runtime PyTorch loads later is found then
+                    }
+                }
             }
         }
         return found;
     }
 
-    /** The two entry points of the CUDA runtime, or why there are none. */
-    private record Runtime(MethodHandle register, MethodHandle unregister, String error) {
+    /** The entry points of the CUDA runtime, or why there are none. */
+    private record Runtime(MethodHandle register, MethodHandle unregister, MethodHandle lastError, String error) {
+
+        private static final int RTLD_LAZY = 1;
+        private static final int RTLD_NOLOAD = 4;
 
         static Runtime load() {
             Linker linker = Linker.nativeLinker();
-            StringBuilder tried = new StringBuilder();
-            for (String name : RUNTIMES) {
-                SymbolLookup library;
-                try {
-                    // the global arena: the runtime stays loaded for the life of the process, as PyTorch keeps it
-                    library = SymbolLookup.libraryLookup(name, Arena.global());
-                } catch (IllegalArgumentException | IllegalCallerException e) {
-                    tried.append(tried.isEmpty() ? "" : ", ").append(name);
-                    continue;
-                }
-                Optional<MemorySegment> register = library.find("cudaHostRegister");
-                Optional<MemorySegment> unregister = library.find("cudaHostUnregister");
-                if (register.isEmpty() || unregister.isEmpty()) {
-                    tried.append(tried.isEmpty() ? "" : ", ").append(name).append(" (no cudaHostRegister)");
-                    continue;
-                }
-                MethodHandle registerHandle = linker.downcallHandle(register.get(), FunctionDescriptor.of(
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
-                MethodHandle unregisterHandle = linker.downcallHandle(unregister.get(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
-                return new Runtime(registerHandle, unregisterHandle, null);
+            Optional<MemorySegment> dlopen = linker.defaultLookup().find("dlopen");
+            Optional<MemorySegment> dlsym = linker.defaultLookup().find("dlsym");
+            if (dlopen.isEmpty() || dlsym.isEmpty()) {
+                return failed("no dlopen here");
             }
-            return new Runtime(null, null, "no CUDA runtime to pin memory with (tried " + tried + ")");
+            MethodHandle open = linker.downcallHandle(dlopen.get(),
+                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+            MethodHandle symbol = linker.downcallHandle(dlsym.get(),
+                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+            try (Arena names = Arena.ofConfined()) {
+                for (String name : RUNTIMES) {
+                    MemorySegment handle = (MemorySegment) open.invokeExact(names.allocateFrom(name), RTLD_LAZY | RTLD_NOLOAD);
+                    if (handle.equals(MemorySegment.NULL)) {
+                        continue;   // not loaded by PyTorch: never loaded here
+                    }
+                    MemorySegment register = (MemorySegment) symbol.invokeExact(handle, names.allocateFrom("cudaHostRegister"));
+                    MemorySegment unregister = (MemorySegment) symbol.invokeExact(handle, names.allocateFrom("cudaHostUnregister"));
+                    MemorySegment lastError = (MemorySegment) symbol.invokeExact(handle, names.allocateFrom("cudaGetLastError"));
+                    if (register.equals(MemorySegment.NULL) || unregister.equals(MemorySegment.NULL)
+                            || lastError.equals(MemorySegment.NULL)) {
+                        return failed(name + " has no cudaHostRegister");
+                    }
+                    return new Runtime(
+                            linker.downcallHandle(register, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT)),
+                            linker.downcallHandle(unregister, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS)),
+                            linker.downcallHandle(lastError, FunctionDescriptor.of(ValueLayout.JAVA_INT)), null);
+                }
+            } catch (Throwable e) {
+                return failed("looking for the CUDA runtime failed: " + e);
+            }
+            return failed("no CUDA runtime loaded by PyTorch (looked for " + String.join(", ", RUNTIMES) + ")");
+        }
+
+        static Runtime failed(String why) {
+            return new Runtime(null, null, null, why);
+        }
+
+        /** Clears the runtime's last error, so that a refused call is not reported by PyTorch's next kernel. */
+        void clearError() {
+            try {
+                int ignored = (int) lastError.invokeExact();
+            } catch (Throwable e) {
+                // nothing to clear
+            }
         }
     }
 }

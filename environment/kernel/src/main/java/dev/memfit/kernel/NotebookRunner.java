@@ -138,7 +138,7 @@ public final class NotebookRunner {
                 String failure;
                 try {
                     failure = runCell(shell, source, index, images);
-                } catch (RuntimeException e) {   // JShell itself failed (a class it could not resolve, say)
+                } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {   // JShell itself failed, or the JVM ran out
                     failure = "JShell failed: " + e;
                 }
                 both.flush();

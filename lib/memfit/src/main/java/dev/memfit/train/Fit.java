@@ -336,8 +336,10 @@ final class Fit {
             if (scope == null) {
                 scope = parameters.newSubManager();
             }
-            loss.attach(scope);
-            onDevice.add(loss);
+            // detached (no copy): a kept loss must not hold its batch's autograd graph for up to LIMIT steps
+            NDArray kept = loss.stopGradient();
+            kept.attach(scope);
+            onDevice.add(kept);
             int at = next(batchSamples);
             fromDevice[at] = true;
         }
