@@ -77,10 +77,10 @@ import java.util.zip.CRC32C;
  * <p><b>One download per block.</b> Loaders announce the reads of a batch before reading it ({@link #willRead}), and
  * a read over several blocks announces itself. Announced reads form a read-ahead window, in the order announced, of
  * at most as many distinct blocks as the limit holds besides the block being read: those blocks are kept from eviction
- * until their announced reads are done (blocks already mapped only while the cache is evicting: otherwise nothing of
- * it would evict them, and a warm epoch pays no bookkeeping), and the missing ones are fetched in the background in
- * that order, up to {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read, nor
- * one a read is using, and a pass in file order downloads each block once whatever the limit; a limit of one block
+ * until their announced reads are done (mapped ones too: whether a later insertion will evict one cannot be known
+ * when its read is announced), and the missing ones are fetched in the background in that order, up to
+ * {@link Builder#optParallelRequests} at a time. So read-ahead never evicts a block fetched ahead and not yet read,
+ * nor one a read is using, and a pass in file order downloads each block once whatever the limit; a limit of one block
  * (a warning says so) fetches nothing ahead, each block as it is read. A random order over an object larger than the
  * limit does download blocks again: the limit cannot hold what later batches need (stage the object with
  * {@link #stage} when the limit holds it, or read in a block-shuffled order). Processes and caches sharing a folder
@@ -126,8 +126,6 @@ public final class ObjectCache implements Storage {
     private static final int OPEN_BLOCKS = 512;
     /** One lock per cache folder in this JVM: a process can hold a file lock only once. */
     private static final Map<Path, ReentrantLock> FOLDER_LOCKS = new ConcurrentHashMap<>();
-    /** Reads after the last eviction during which announced reads of mapped blocks are still tracked. */
-    static final long EVICTING_READS = 1 << 16;
     private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
 
     private final ObjectStore store;
@@ -181,13 +179,6 @@ public final class ObjectCache implements Storage {
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     /** The last eviction left the folder above the limit because of held files (see {@link #trimIfOverLimit}). */
     private volatile boolean overLimit;
-    /**
-     * The reads of this cache (hits and misses) when it last had to evict, or -1: while it evicts (its last eviction
-     * is less than {@link #EVICTING_READS} reads ago), announced reads of blocks it has mapped are tracked too, to
-     * keep those blocks until read. Otherwise nothing of this cache evicts, and a warm epoch's announcements of mapped
-     * blocks (every record of every batch) cost no bookkeeping.
-     */
-    private volatile long evictedAtRead = -1;
     /** Object versions whose head was read directly once ({@link #readDirect}). */
     private final Set<ObjectInfo> directHeads = ConcurrentHashMap.newKeySet();
 
@@ -1061,7 +1052,6 @@ public final class ObjectCache implements Storage {
             overLimit = false;
             return;
         }
-        evictedAtRead = hits.sum() + misses.sum();
         files.sort(Comparator.comparingLong(Cached::lastUsed));
         for (Cached file : files) {
             if (total + bytes <= limitBytes) {
@@ -1562,34 +1552,13 @@ public final class ObjectCache implements Storage {
     }
 
     /**
-     * Announces reads of blocks {@code first..last} to the read-ahead window, but for blocks this cache has mapped
-     * while it does not evict (see {@link #evictedAtRead}): tracking them would only cost time, a few hundred
-     * nanoseconds per announced record.
+     * Announces reads of blocks {@code first..last} to the read-ahead window, mapped blocks included. (Leaving out
+     * blocks mapped while the cache had not evicted lately let the window fetch the next block ahead while a mapped one
+     * still to be read was unprotected: the insertion that made the cache evict again then evicted that block, which
+     * its read downloaded a second time.)
      */
     private List<ReadAhead.Entry<Resolved>> announce(Resolved object, long first, long last, boolean onlyWhereNone) {
-        long evicted = evictedAtRead;
-        if (readAhead.windowBlocks() == 0
-                || evicted >= 0 && hits.sum() + misses.sum() - evicted < EVICTING_READS) {
-            return readAhead.announce(object, first, last, object::blockFile, onlyWhereNone);
-        }
-        List<ReadAhead.Entry<Resolved>> made = List.of();
-        long from = first;
-        for (long block = first; block <= last + 1; block++) {
-            if (block > last || handles.containsKey(object.blockFile(block))) {
-                if (block > from) {
-                    List<ReadAhead.Entry<Resolved>> these = readAhead.announce(object, from, block - 1,
-                            object::blockFile, onlyWhereNone);
-                    if (made.isEmpty()) {
-                        made = these;
-                    } else {
-                        made = new ArrayList<>(made);
-                        made.addAll(these);
-                    }
-                }
-                from = block + 1;
-            }
-        }
-        return made;
+        return readAhead.announce(object, first, last, object::blockFile, onlyWhereNone);
     }
 
     /**

@@ -516,6 +516,53 @@ class ObjectCacheTest {
     }
 
     @Test
+    void aMappedBlockAnnouncedBeforeTheCacheFirstEvictsIsKeptUntilItsReadIsDone() throws Exception {
+        // Two loader threads reading neighbouring batches, the first one scheduled late (a loaded machine), through a
+        // cache of two blocks: the reads of blocks 0..2 in the order below must download each block once. The block
+        // being read must not be evicted by the block fetched ahead for the batch after it, even when the cache has
+        // not had to evict yet at the moment that batch is announced (its block 1 is mapped by then, and the other
+        // thread's late read of block 0 made block 1 the least recently used one).
+        byte[] object = new byte[4 * BLOCK];
+        new Random(31).nextBytes(object);
+        server.put(BUCKET, "late.bin", object);
+        ObjectUri uri = uri("late.bin");
+        Path path = uri.toPath();
+        long a = BLOCK - 100; // batch A: the end of block 0 and the start of block 1 (read late)
+        long b = BLOCK + 1000; // batch B: inside block 1
+        long c = 2L * BLOCK - 100; // batch C: the end of block 1 and the start of block 2
+        Path cacheFolder = folder.resolve("late");
+        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                .setFolder(cacheFolder).optBlockBytes(BLOCK).optLimitBytes(2 * blockOnDisk()).build()) {
+            cache.willRead(path, HEAD_PAST, 100);
+            assertArrayEquals(slice(object, HEAD_PAST, 100), read(cache, uri, HEAD_PAST, 100));
+            cache.willRead(path, a, 200);
+            awaitInserted(cache, 2, 3_000); // block 1 fetched ahead for A, where a read-ahead fetches it
+            cache.willRead(path, b, 100);
+            assertArrayEquals(slice(object, b, 100), read(cache, uri, b, 100));
+            Thread.sleep(5); // A's read of block 0 comes later than B's of block 1, in the blocks' times too
+            assertArrayEquals(slice(object, a, 200), read(cache, uri, a, 200));
+            cache.willRead(path, c, 200);
+            awaitInserted(cache, 3, 1_000); // block 2 may be fetched ahead for C now, or once its block 1 is read
+            assertArrayEquals(slice(object, c, 200), read(cache, uri, c, 200));
+            assertEquals(3L * BLOCK, cache.statistics().bytesDownloaded(), cache.statistics().toString());
+            assertTrue(cache.usedBytes() <= 2 * blockOnDisk(), cache.usedBytes() + " bytes cached");
+        }
+    }
+
+    /**
+     * Waits at most {@code millis} until a cache has inserted {@code blocks} blocks of {@code BLOCK} bytes (evicting
+     * what that took); returns at the deadline when it has not.
+     */
+    private static void awaitInserted(ObjectCache cache, int blocks, long millis) throws Exception {
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        // full blocks only: those in the folder and those evicted from it were all inserted
+        while (System.nanoTime() < deadline
+                && cache.usedBytes() / blockOnDisk() + cache.statistics().evictedBlocks() < blocks) {
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
     void aLimitOfOneBlockFetchesNothingAheadAndASmallerOneIsRefusedNamingTheMinimum() {
         MemfitException refused = assertThrows(MemfitException.class, () -> ObjectCache.builder()
                 .setStore(server.store(server.endpoint()).build()).setFolder(folder).optBlockBytes(BLOCK)
