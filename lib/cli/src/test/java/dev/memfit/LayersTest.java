@@ -53,7 +53,7 @@ class LayersTest {
             "dev.memfit.eval");
 
     /** Modules built on the library; the library may not refer to them, nor bench to cli. */
-    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.plot", "dev.memfit.nd4j", "dev.memfit.bench",
+    static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.cloud", "dev.memfit.plot", "dev.memfit.nd4j", "dev.memfit.bench",
             "dev.memfit.cli", "dev.memfit.spark");
 
     @Test
@@ -119,6 +119,21 @@ class LayersTest {
         Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.plot.Charts.class));
         assertEquals(java.util.Set.of("dev.memfit.plot"), uses.keySet(), "memfit-notebook holds dev.memfit.plot alone");
         uses.get("dev.memfit.plot").forEach(to -> assertTrue(LAYERS.contains(to), "dev.memfit.plot uses " + to
+                + ", which is not part of the library"));
+    }
+
+    @Test
+    void theAwsSdkStaysInMemfitCloud() {
+        List<String> aws = new ArrayList<>();
+        forEachClassReference(classRoot(DType.class), (from, to) -> {
+            if (to.startsWith("software/amazon/") || to.startsWith("dev/memfit/cloud/")) {
+                aws.add(from + " uses " + to);
+            }
+        });
+        assertTrue(aws.isEmpty(), String.join("\n", aws));
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.cloud.S3TransportProvider.class));
+        assertEquals(java.util.Set.of("dev.memfit.cloud"), uses.keySet(), "memfit-cloud holds dev.memfit.cloud alone");
+        uses.get("dev.memfit.cloud").forEach(to -> assertTrue(LAYERS.contains(to), "dev.memfit.cloud uses " + to
                 + ", which is not part of the library"));
     }
 

@@ -8,14 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * What a training program that depends on the core alone does not get: charts and tables (memfit-notebook: XChart,
- * Tablesaw) and Spark (memfit-spark). This test runs on the core's own class path, so a dependency that creeps back into lib/memfit's
+ * Tablesaw), the S3 client (memfit-cloud: the AWS SDK) and Spark (memfit-spark). This test runs on the core's own class path, so a dependency that creeps back into lib/memfit's
  * POM fails it.
  */
 class CoreClassPathTest {
 
     @Test
-    void chartsTablesAndSparkAreNotOnTheCoresClassPath() {
-        for (String name : List.of("org.knowm.xchart.XYChart", "tech.tablesaw.api.Table", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
+    void chartsTablesTheAwsSdkAndSparkAreNotOnTheCoresClassPath() {
+        for (String name : List.of("org.knowm.xchart.XYChart", "tech.tablesaw.api.Table",
+                "software.amazon.awssdk.services.s3.S3Client", "dev.memfit.cloud.S3TransportProvider", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
                 "org.apache.spark.SparkContext")) {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
                     name + " is on the core's class path");

@@ -2,44 +2,12 @@ package dev.memfit.io.cloud;
 
 import dev.memfit.MemfitException;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
-import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
-import java.nio.channels.ReadableByteChannel;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicLong;
-
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
-import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.awscore.exception.AwsServiceException;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.core.ResponseInputStream;
-import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
-import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.core.interceptor.Context;
-import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
-import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
-import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.retries.api.BackoffStrategy;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.GetObjectResponse;
-import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
-import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
-import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
-import software.amazon.awssdk.services.s3.model.S3Object;
+import java.util.ServiceLoader;
 
 /**
  * A client of S3-compatible object storage: {@code s3://} objects on AWS or on any server that speaks the S3 protocol
@@ -59,6 +27,10 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * still missing, bounded by the same number of attempts. Everything else fails with one {@link MemfitException}
  * line naming the object and what to check.
  *
+ * <p>The requests themselves are sent by a {@link Transport} found with {@link ServiceLoader}: the S3 client of
+ * {@code memfit-cloud} ({@code lib/cloud}, the AWS SDK). The core has no SDK; where memfit-cloud is not on the class
+ * path, the first request fails with one line saying to add it ({@code ./memfit} and the notebook kernel have it).
+ *
  * <pre>{@code
  * try (ObjectStore store = ObjectStore.fromEnvironment()) {
  *     ObjectInfo info = store.head(ObjectUri.parse("s3://atlas/cells.npy"));
@@ -70,25 +42,109 @@ public final class ObjectStore implements AutoCloseable {
     /** Google Cloud Storage's S3-compatible XML API. */
     public static final URI GCS_ENDPOINT = URI.create("https://storage.googleapis.com");
 
-    private final Builder settings;
-    private final AwsCredentialsProvider s3Credentials;
-    private final AwsCredentialsProvider gsCredentials;
-    private final Object clientsLock = new Object();
-    private S3Client s3;
-    private S3Client gs;
-    private final AtomicLong executions = new AtomicLong();
-    private final AtomicLong attempts = new AtomicLong();
-    private final AtomicLong resumes = new AtomicLong();
-    private final AtomicLong bytesDownloaded = new AtomicLong();
+    private final Settings settings;
+    private final Object transportLock = new Object();
+    private Transport transport;
 
-    private ObjectStore(Builder settings) {
+    private ObjectStore(Settings settings) {
         this.settings = settings;
-        this.s3Credentials = settings.credentials != null ? settings.credentials : DefaultCredentialsProvider.builder().build();
-        String gsId = settings.environment.get("GS_ACCESS_KEY_ID");
-        String gsSecret = settings.environment.get("GS_SECRET_ACCESS_KEY");
-        this.gsCredentials = settings.gsCredentials != null ? settings.gsCredentials
-                : gsId != null && gsSecret != null ? StaticCredentialsProvider.create(AwsBasicCredentials.create(gsId, gsSecret))
-                : s3Credentials;
+    }
+
+    /**
+     * What sends a store's requests: an implementation of the S3 protocol (memfit-cloud's, found through
+     * {@link Provider}). Its failures are one {@link MemfitException} naming the object ({@link NoSuchObject} for a
+     * missing object in a bucket that exists, {@link ObjectChangedException} for a replaced one).
+     */
+    public interface Transport extends AutoCloseable {
+        /**
+         * Asks for an object's size and ETag.
+         *
+         * @param uri the object
+         * @return its current version
+         */
+        ObjectInfo head(ObjectUri uri);
+
+        /**
+         * Lists the objects under a prefix, in key order, all pages.
+         *
+         * @param prefix bucket and key prefix
+         * @return the objects
+         */
+        List<ObjectInfo> list(ObjectUri prefix);
+
+        /**
+         * Reads bytes of one version of an object, resuming cut transfers.
+         *
+         * @param uri the object
+         * @param etag the version
+         * @param position the first byte
+         * @param into where the bytes go (all of it is filled)
+         */
+        void read(ObjectUri uri, String etag, long position, MemorySegment into);
+
+        /**
+         * Requests sent, each attempt counted.
+         *
+         * @return the count
+         */
+        long requests();
+
+        /**
+         * Attempts that followed a failed one.
+         *
+         * @return the count
+         */
+        long retries();
+
+        /**
+         * Bytes received in response bodies of reads.
+         *
+         * @return the count
+         */
+        long bytesDownloaded();
+
+        /** Closes the connections. */
+        @Override
+        void close();
+    }
+
+    /** Makes the {@link Transport} of a store; registered in {@code META-INF/services} (memfit-cloud registers one). */
+    public interface Provider {
+        /**
+         * Opens a transport; it may connect lazily.
+         *
+         * @param settings the store's settings
+         * @return the transport
+         */
+        Transport open(Settings settings);
+    }
+
+    /**
+     * A store's settings, environment defaults applied. The secrets are not part of {@link #toString()}.
+     *
+     * @param environment the variables the defaults came from (the SDK's credential chain reads its own)
+     * @param endpoint the S3-compatible server, or null for AWS
+     * @param region the signing region
+     * @param pathStyle whether addresses are path-style
+     * @param accessKeyId fixed credentials for {@code s3://}, or null for the SDK's default chain
+     * @param secretAccessKey their secret, or null
+     * @param gsEndpoint the endpoint of {@code gs://}
+     * @param gsAccessKeyId fixed HMAC credentials for {@code gs://}, or null (then {@code GS_ACCESS_KEY_ID}, else those of {@code s3://})
+     * @param gsSecret their secret, or null
+     * @param maxAttempts attempts per request, retries included
+     * @param baseDelay the first backoff's bound
+     * @param maxDelay the largest backoff
+     * @param socketTimeout how long a read waits for bytes
+     */
+    public record Settings(Map<String, String> environment, URI endpoint, String region, boolean pathStyle,
+                           String accessKeyId, String secretAccessKey, URI gsEndpoint, String gsAccessKeyId,
+                           String gsSecret, int maxAttempts, Duration baseDelay, Duration maxDelay,
+                           Duration socketTimeout) {
+        @Override
+        public String toString() {
+            return "ObjectStore.Settings[endpoint=" + endpoint + ", region=" + region + ", pathStyle=" + pathStyle
+                    + ", gsEndpoint=" + gsEndpoint + ", maxAttempts=" + maxAttempts + "]";
+        }
     }
 
     /**
@@ -108,16 +164,17 @@ public final class ObjectStore implements AutoCloseable {
     public static Builder builder() {
         return new Builder();
     }
-
     /** Settings of an {@link ObjectStore}; those left unset come from the environment. */
     public static final class Builder {
         private Map<String, String> environment = System.getenv();
         private URI endpoint;
         private String region;
         private Boolean pathStyle;
-        private AwsCredentialsProvider credentials;
+        private String accessKeyId;
+        private String secretAccessKey;
         private URI gsEndpoint = GCS_ENDPOINT;
-        private AwsCredentialsProvider gsCredentials;
+        private String gsAccessKeyId;
+        private String gsSecret;
         private int maxAttempts = 6;
         private Duration baseDelay = Duration.ofMillis(100);
         private Duration maxDelay = Duration.ofSeconds(20);
@@ -181,7 +238,8 @@ public final class ObjectStore implements AutoCloseable {
          * @return this builder
          */
         public Builder optCredentials(String accessKeyId, String secretAccessKey) {
-            this.credentials = StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKeyId, secretAccessKey));
+            this.accessKeyId = accessKeyId;
+            this.secretAccessKey = secretAccessKey;
             return this;
         }
 
@@ -205,7 +263,8 @@ public final class ObjectStore implements AutoCloseable {
          * @return this builder
          */
         public Builder optGcsCredentials(String accessKeyId, String secret) {
-            this.gsCredentials = StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKeyId, secret));
+            this.gsAccessKeyId = accessKeyId;
+            this.gsSecret = secret;
             return this;
         }
 
@@ -271,63 +330,31 @@ public final class ObjectStore implements AutoCloseable {
             if (pathStyle == null) {
                 pathStyle = endpoint != null;
             }
-            return new ObjectStore(this);
+            return new ObjectStore(new Settings(environment, endpoint, region, pathStyle, accessKeyId, secretAccessKey,
+                    gsEndpoint, gsAccessKeyId, gsSecret, maxAttempts, baseDelay, maxDelay, socketTimeout));
         }
     }
 
-    private S3Client client(String scheme) {
-        synchronized (clientsLock) {
-            if (scheme.equals("gs")) {
-                if (gs == null) {
-                    gs = newClient(settings.gsEndpoint, "auto", true, gsCredentials);
-                }
-                return gs;
+
+    /**
+     * The store's settings, defaults applied.
+     *
+     * @return the settings
+     */
+    public Settings settings() {
+        return settings;
+    }
+
+    private Transport transport(ObjectUri uri) {
+        synchronized (transportLock) {
+            if (transport == null) {
+                Provider provider = ServiceLoader.load(Provider.class, ObjectStore.class.getClassLoader()).findFirst()
+                        .orElseThrow(() -> new MemfitException(uri + ": reading s3:// and gs:// objects needs memfit-cloud "
+                                + "on the class path (dev.memfit:memfit-cloud, lib/cloud: the S3 client); ./memfit and the "
+                                + "notebook kernel have it"));
+                transport = provider.open(settings);
             }
-            if (s3 == null) {
-                s3 = newClient(settings.endpoint, settings.region, settings.pathStyle, s3Credentials);
-            }
-            return s3;
-        }
-    }
-
-    private S3Client newClient(URI endpoint, String region, boolean pathStyle, AwsCredentialsProvider credentials) {
-        BackoffStrategy backoff = BackoffStrategy.exponentialDelay(settings.baseDelay, settings.maxDelay);
-        var builder = S3Client.builder()
-                .httpClient(UrlConnectionHttpClient.builder()
-                        .connectionTimeout(Duration.ofSeconds(10))
-                        .socketTimeout(settings.socketTimeout)
-                        .build())
-                .region(Region.of(region))
-                .credentialsProvider(credentials)
-                .forcePathStyle(pathStyle)
-                // S3-compatible servers and GCS reject or ignore the SDK's newer default checksum headers
-                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                .overrideConfiguration(o -> o
-                        .retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
-                                .maxAttempts(settings.maxAttempts)
-                                .backoffStrategy(backoff)
-                                .throttlingBackoffStrategy(backoff)
-                                // a long epoch must not stop retrying because earlier requests used up a quota
-                                .circuitBreakerEnabled(false)
-                                .build())
-                        .addExecutionInterceptor(new Counter()));
-        if (endpoint != null) {
-            builder.endpointOverride(endpoint);
-        }
-        return builder.build();
-    }
-
-    /** Counts executions and attempts: their difference is the number of retries the SDK made. */
-    private final class Counter implements ExecutionInterceptor {
-        @Override
-        public void beforeExecution(Context.BeforeExecution context, ExecutionAttributes attributes) {
-            executions.incrementAndGet();
-        }
-
-        @Override
-        public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
-            attempts.incrementAndGet();
+            return transport;
         }
     }
 
@@ -339,9 +366,9 @@ public final class ObjectStore implements AutoCloseable {
      */
     public String endpointOf(ObjectUri uri) {
         if (uri.scheme().equals("gs")) {
-            return settings.gsEndpoint.toString();
+            return settings.gsEndpoint().toString();
         }
-        return settings.endpoint != null ? settings.endpoint.toString() : "aws:" + settings.region;
+        return settings.endpoint() != null ? settings.endpoint().toString() : "aws:" + settings.region();
     }
 
     /**
@@ -352,12 +379,7 @@ public final class ObjectStore implements AutoCloseable {
      * @throws MemfitException naming the object when it or its bucket does not exist, or access is refused
      */
     public ObjectInfo head(ObjectUri uri) {
-        try {
-            HeadObjectResponse response = client(uri.scheme()).headObject(r -> r.bucket(uri.bucket()).key(uri.key()));
-            return new ObjectInfo(uri, response.contentLength(), ObjectInfo.unquote(response.eTag()));
-        } catch (SdkException e) {
-            throw failure(uri, e);
-        }
+        return transport(uri).head(uri);
     }
 
     /**
@@ -367,26 +389,7 @@ public final class ObjectStore implements AutoCloseable {
      * @return every object under it (all pages)
      */
     public List<ObjectInfo> list(ObjectUri prefix) {
-        List<ObjectInfo> objects = new ArrayList<>();
-        try {
-            String token = null;
-            do {
-                ListObjectsV2Request.Builder request = ListObjectsV2Request.builder().bucket(prefix.bucket())
-                        .prefix(prefix.key());
-                if (token != null) {
-                    request.continuationToken(token);
-                }
-                ListObjectsV2Response page = client(prefix.scheme()).listObjectsV2(request.build());
-                for (S3Object object : page.contents()) {
-                    objects.add(new ObjectInfo(new ObjectUri(prefix.scheme(), prefix.bucket(), object.key()),
-                            object.size(), ObjectInfo.unquote(object.eTag())));
-                }
-                token = Boolean.TRUE.equals(page.isTruncated()) ? page.nextContinuationToken() : null;
-            } while (token != null);
-        } catch (SdkException e) {
-            throw failure(prefix, e);
-        }
-        return objects;
+        return transport(prefix).list(prefix);
     }
 
     /**
@@ -401,80 +404,12 @@ public final class ObjectStore implements AutoCloseable {
      * @throws MemfitException when the object cannot be read after the configured attempts
      */
     public void read(ObjectUri uri, String etag, long position, MemorySegment into) {
-        long total = into.byteSize();
-        long done = 0;
-        int failures = 0;
-        while (done < total) {
-            long from = position + done;
-            GetObjectRequest request = GetObjectRequest.builder().bucket(uri.bucket()).key(uri.key())
-                    .range("bytes=" + from + "-" + (position + total - 1)).ifMatch("\"" + etag + "\"").build();
-            long before = done;
-            IOException cut;
-            ResponseInputStream<GetObjectResponse> body;
-            try {
-                body = client(uri.scheme()).getObject(request);
-            } catch (AwsServiceException e) {
-                if (e.statusCode() == 412) {
-                    throw changed(uri, etag);
-                }
-                throw failure(uri, e);
-            } catch (SdkException e) {
-                throw failure(uri, e);
-            }
-            try (body) {
-                String found = ObjectInfo.unquote(body.response().eTag());
-                if (!found.isEmpty() && !found.equals(etag)) {
-                    body.abort();
-                    throw new ObjectChangedException(uri, etag, found);
-                }
-                done += copy(body, into.asSlice(done));
-                if (done == total) {
-                    return;
-                }
-                cut = new IOException("the response ended after " + (done - before) + " of " + (total - before) + " bytes");
-                body.abort();
-            } catch (IOException | SdkClientException e) {
-                // the SDK reports some cut bodies as its own (unchecked) client exception
-                cut = e instanceof IOException io ? io : new IOException(e.getMessage(), e);
-                body.abort();
-            }
-            if (done > before) {
-                failures = 0; // progress was made: the next cut starts a fresh count
-            }
-            if (++failures >= settings.maxAttempts) {
-                throw new MemfitException(uri + ": the transfer of bytes " + (position + done) + ".." + (position + total)
-                        + " was cut " + failures + " times in a row (last: " + firstLine(cut.getMessage())
-                        + "); check the network, or raise ObjectStore.builder().optMaxAttempts");
-            }
-            resumes.incrementAndGet();
-            sleep(failures);
-        }
+        transport(uri).read(uri, etag, position, into);
     }
 
-    /** Copies a response body into the segment until it ends or the segment is full; returns the bytes copied. */
-    private long copy(InputStream body, MemorySegment into) throws IOException {
-        ByteBuffer target = into.asByteBuffer();
-        long copied = 0;
-        ReadableByteChannel channel = Channels.newChannel(body);
-        while (target.hasRemaining()) {
-            int n = channel.read(target);
-            if (n < 0) {
-                break;
-            }
-            copied += n;
-            bytesDownloaded.addAndGet(n);
-        }
-        return copied;
-    }
-
-    private void sleep(int failures) {
-        long bound = Math.min(settings.maxDelay.toNanos(), settings.baseDelay.toNanos() << Math.min(failures, 20));
-        long nanos = bound <= 0 ? 0 : ThreadLocalRandom.current().nextLong(bound + 1);
-        try {
-            Thread.sleep(Duration.ofNanos(nanos));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new MemfitException("interrupted while waiting to retry a read", e);
+    private Transport opened() {
+        synchronized (transportLock) {
+            return transport;
         }
     }
 
@@ -484,16 +419,18 @@ public final class ObjectStore implements AutoCloseable {
      * @return the count
      */
     public long requests() {
-        return attempts.get() + resumes.get();
+        Transport t = opened();
+        return t == null ? 0 : t.requests();
     }
 
     /**
-     * Attempts that followed a failed one: the SDK's retries plus resumed transfers.
+     * Attempts that followed a failed one: retries plus resumed transfers.
      *
      * @return the count
      */
     public long retries() {
-        return attempts.get() - executions.get() + resumes.get();
+        Transport t = opened();
+        return t == null ? 0 : t.retries();
     }
 
     /**
@@ -502,78 +439,21 @@ public final class ObjectStore implements AutoCloseable {
      * @return the count
      */
     public long bytesDownloaded() {
-        return bytesDownloaded.get();
-    }
-
-    /** One line for a failure: which object, what the server or the client said, what to check. No credentials. */
-    MemfitException failure(ObjectUri uri, SdkException e) {
-        String where = " (endpoint " + endpointOf(uri) + ")";
-        if (e instanceof AwsServiceException service) {
-            int status = service.statusCode();
-            String code = service.awsErrorDetails() != null && service.awsErrorDetails().errorCode() != null
-                    ? service.awsErrorDetails().errorCode() : "";
-            if (code.equals("NoSuchBucket") || (status == 404 && !bucketExists(uri))) {
-                return new MemfitException(uri + ": no such bucket \"" + uri.bucket() + "\"" + where, e);
-            }
-            if (status == 404) {
-                return new NoSuchObject(uri + ": no such object (key \"" + uri.key() + "\" in bucket \""
-                        + uri.bucket() + "\")" + where, e);
-            }
-            if (code.equals("InvalidAccessKeyId") || code.equals("SignatureDoesNotMatch") || status == 401) {
-                return new MemfitException(uri + ": the server refused the credentials (" + (code.isEmpty() ? status : code)
-                        + ")" + where + "; check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the profile", e);
-            }
-            if (status == 403) {
-                return new MemfitException(uri + ": access denied" + (code.isEmpty() || code.equals("AccessDenied")
-                        ? "" : " (" + code + ")") + where + "; check the credentials and that they may read bucket \""
-                        + uri.bucket() + "\"", e);
-            }
-            return new MemfitException(uri + ": the server answered " + status + (code.isEmpty() ? "" : " " + code)
-                    + where + " after " + settings.maxAttempts + " attempts", e);
-        }
-        if (e instanceof SdkClientException && String.valueOf(e.getMessage()).contains("credentials")) {
-            return new MemfitException(uri + ": no credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-                    + "or AWS_PROFILE" + (uri.scheme().equals("gs") ? " (gs://: GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY, "
-                    + "an HMAC key)" : ""), e);
-        }
-        return new MemfitException(uri + ": cannot reach the object store" + where + ": " + firstLine(e.getMessage()), e);
+        Transport t = opened();
+        return t == null ? 0 : t.bytesDownloaded();
     }
 
     /** A 404 for an object in a bucket that exists: what {@link ObjectCache#exists} answers false for. */
-    static final class NoSuchObject extends MemfitException {
-        NoSuchObject(String message, Throwable cause) {
+    public static final class NoSuchObject extends MemfitException {
+        /**
+         * Creates the exception.
+         *
+         * @param message one line naming the object
+         * @param cause what the transport caught
+         */
+        public NoSuchObject(String message, Throwable cause) {
             super(message, cause);
         }
-    }
-
-    /** The version read is gone (412 to If-Match): say which one the server has now, when it answers. */
-    private ObjectChangedException changed(ObjectUri uri, String etag) {
-        String now = null;
-        try {
-            now = head(uri).etag();
-        } catch (MemfitException ignored) {
-            // the message says "another version" then
-        }
-        return new ObjectChangedException(uri, etag, now);
-    }
-
-    private boolean bucketExists(ObjectUri uri) {
-        try {
-            client(uri.scheme()).headBucket(r -> r.bucket(uri.bucket()));
-            return true;
-        } catch (AwsServiceException e) {
-            return e.statusCode() != 404;
-        } catch (SdkException e) {
-            return true;
-        }
-    }
-
-    private static String firstLine(String message) {
-        if (message == null) {
-            return "no detail";
-        }
-        String line = message.strip().lines().findFirst().orElse("");
-        return line.length() > 200 ? line.substring(0, 200) + "..." : line;
     }
 
     /**
@@ -582,21 +462,17 @@ public final class ObjectStore implements AutoCloseable {
      * @return the description
      */
     public String describe() {
-        return "s3 (" + (settings.endpoint != null ? settings.endpoint : "aws " + settings.region)
-                + (settings.pathStyle ? ", path-style" : "") + ")";
+        return "s3 (" + (settings.endpoint() != null ? settings.endpoint() : "aws " + settings.region())
+                + (settings.pathStyle() ? ", path-style" : "") + ")";
     }
 
-    /** Closes the HTTP clients. */
+    /** Closes the transport's connections. */
     @Override
     public void close() {
-        synchronized (clientsLock) {
-            if (s3 != null) {
-                s3.close();
-                s3 = null;
-            }
-            if (gs != null) {
-                gs.close();
-                gs = null;
+        synchronized (transportLock) {
+            if (transport != null) {   // a later request opens a new one, as the SDK clients did
+                transport.close();
+                transport = null;
             }
         }
     }
