@@ -3,8 +3,6 @@ package dev.memfit.train;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.GradientCollector;
 import dev.memfit.ProgressListener;
@@ -312,7 +310,11 @@ final class Fit {
         static final int LIMIT = 256;
 
         private final NDManager parameters;
-        private final List<NDArray> onDevice = new ArrayList<>();
+        /** Losses the device buffer holds before a read; with LIMIT steps between reads, k micro-batches a step fit. */
+        private static final int CAPACITY = 1024;
+
+        private NDArray buffer;
+        private int onBuffer;
         private double[] known = new double[64];
         private boolean[] fromDevice = new boolean[64];
         private long[] samples = new long[64];
@@ -335,13 +337,38 @@ final class Fit {
         void add(NDArray loss, long batchSamples) {
             if (scope == null) {
                 scope = parameters.newSubManager();
+                buffer = scope.zeros(new ai.djl.ndarray.types.Shape(CAPACITY));
             }
-            // detached (no copy): a kept loss must not hold its batch's autograd graph for up to LIMIT steps
-            NDArray kept = loss.stopGradient();
-            kept.attach(scope);
-            onDevice.add(kept);
+            if (onBuffer == CAPACITY) {
+                drain();
+            }
+            // copied into a buffer on the device (no sync), detached: the loss itself and everything its batch
+            // allocated are freed with the batch's scope (kept arrays held a batch's worth of memory each)
+            NDArray value = loss.stopGradient();
+            buffer.set(new ai.djl.ndarray.index.NDIndex(onBuffer), value);
+            value.close();
+            onBuffer++;
             int at = next(batchSamples);
             fromDevice[at] = true;
+        }
+
+        /** Reads the losses waiting in the device buffer into the host's list, in one copy. */
+        private void drain() {
+            if (onBuffer == 0) {
+                return;
+            }
+            float[] values;
+            try (NDArray read = buffer.get(new ai.djl.ndarray.index.NDIndex("0:" + onBuffer))) {
+                values = read.toFloatArray();
+            }
+            int r = 0;
+            for (int i = 0; i < count; i++) {
+                if (fromDevice[i]) {
+                    known[i] = values[r++];
+                    fromDevice[i] = false;
+                }
+            }
+            onBuffer = 0;
         }
 
         private int next(long batchSamples) {
@@ -371,15 +398,9 @@ final class Fit {
 
         /** Adds the pending losses to the run's epoch sum and step losses, in order. */
         void flush(Run run) {
-            float[] values = null;
-            if (!onDevice.isEmpty()) {
-                NDArray all = onDevice.size() == 1 ? onDevice.getFirst() : NDArrays.stack(new NDList(onDevice));
-                all.attach(scope);
-                values = all.toFloatArray();
-            }
-            int read = 0;
+            drain();
             for (int i = 0; i < count; i++) {
-                double loss = fromDevice[i] ? values[read++] : known[i];
+                double loss = known[i];
                 run.lossSum += loss;
                 stepLossSum += loss;
                 stepSamples += samples[i];
@@ -397,7 +418,8 @@ final class Fit {
         /** Frees the losses held on the device. */
         @Override
         public void close() {
-            onDevice.clear();
+            onBuffer = 0;
+            buffer = null;
             if (scope != null) {
                 scope.close();
                 scope = null;
