@@ -4,7 +4,7 @@
       host-to-device copies of BYTES: a pageable tensor and a pin_memory() tensor, .to('cuda') each, the median of
       REPS after two warm-ups -> {"pageable_gbps", "pinned_gbps"} (1e9 bytes per second)
   gpu_torch.py topics N M K BATCH EPOCHS
-      tinytopics' model and fit loop (as topics_torch.py) on the GPU, counts of shape N x M in host memory, each batch
+      tinytopics' model and fit loop (topics_torch.fit) on the GPU, counts of shape N x M in host memory, each batch
       moved to the device as tinytopics does -> {"epoch_seconds", "losses", "steps_per_epoch"}
 """
 import json
@@ -13,8 +13,8 @@ import sys
 import time
 
 import torch
-from torch import nn
-from torch.utils.data import DataLoader, Dataset
+
+from topics_torch import fit   # tinytopics' model and loop, as `bench topics` runs it on the CPU
 
 if not torch.cuda.is_available():
     sys.exit("gpu_torch.py: torch sees no CUDA device")
@@ -43,45 +43,7 @@ def topics(n, m, k, batch, epochs):
     torch.manual_seed(0)
     # a count matrix with the same shape as memfit's side: small integers, mostly zeros
     X = (torch.rand(n, m) < 0.05).float()
-
-    class Indexed(Dataset):
-        def __len__(self):
-            return n
-
-        def __getitem__(self, idx):
-            return X[idx], idx
-
-    class NeuralPoissonNMF(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.L = nn.Embedding(n, k)
-            nn.init.uniform_(self.L.weight, -0.1, 0.1)
-            self.F = nn.Parameter(torch.empty(k, m))
-            nn.init.uniform_(self.F, -0.1, 0.1)
-
-        def forward(self, doc_indices):
-            return torch.softmax(self.L(doc_indices), dim=1) @ torch.softmax(self.F, dim=1)
-
-    model = NeuralPoissonNMF().to(cuda)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
-    loader = DataLoader(Indexed(), batch_size=batch, shuffle=True)
-    seconds, losses = [], []
-    for _ in range(epochs):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        total = 0.0
-        for xb, idx in loader:
-            xb, idx = xb.to(cuda), idx.to(cuda)
-            optimizer.zero_grad()
-            rec = model(idx) + 1e-10
-            loss = (-xb * torch.log(rec) + rec).sum()
-            loss.backward()
-            optimizer.step()
-            total += loss.item()
-        torch.cuda.synchronize()
-        seconds.append(time.perf_counter() - start)
-        losses.append(total / n)
-    return {"epoch_seconds": seconds, "losses": losses, "steps_per_epoch": len(loader)}
+    return fit(X, k, batch, epochs, 0.05, cuda)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from seed_anndata import small_adata
+
 RES = "src/test/resources/dev/memfit/io"
 
 
@@ -181,18 +183,6 @@ write(f"{cs}/bad_csdat.cs", b"\x95CSDAT" + struct.pack("<I", 2) + b"{}")
 # ---- .h5ad (anndata's defaults, then the bad cases of issue 11 made with h5py)
 h5 = folder("hdf5", "H5adFuzzTestInputs", "fuzzH5ad")
 pending = folder("hdf5", "H5adFuzzPending")
-
-
-def small_adata(n_obs=6, n_vars=5):
-    x = sp.random(n_obs, n_vars, density=0.5, format="csr", dtype=np.float32, random_state=3)
-    x.data[:] = np.arange(1, x.nnz + 1, dtype=np.float32)
-    obs = pd.DataFrame({"cell_type": pd.Categorical(["T", "B", "T", "NK", "B", "T"][:n_obs]),
-                        "n_counts": np.arange(n_obs, dtype=np.float64),
-                        "ok": np.arange(n_obs) % 2 == 0},
-                       index=[f"cell{i}" for i in range(n_obs)])
-    var = pd.DataFrame({"gene_ids": [f"ENSG{i:05d}" for i in range(n_vars)]},
-                       index=[f"gene{i}" for i in range(n_vars)])
-    return anndata.AnnData(X=x, obs=obs, var=var)
 
 
 def h5ad_bytes(adata, edit=None, **kwargs):

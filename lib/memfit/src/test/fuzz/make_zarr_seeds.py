@@ -24,6 +24,8 @@ import scipy.sparse as sp
 import zarr
 import zarr.storage
 
+from seed_anndata import small_adata
+
 RES = "src/test/resources/dev/memfit/io/zarr"
 
 
@@ -36,18 +38,6 @@ def folder(*parts):
 def write(path, data):
     with open(path, "wb") as out:
         out.write(data)
-
-
-def small_adata(n_obs=6, n_vars=5):
-    x = sp.random(n_obs, n_vars, density=0.5, format="csr", dtype=np.float32, random_state=3)
-    x.data[:] = np.arange(1, x.nnz + 1, dtype=np.float32)
-    obs = pd.DataFrame({"cell_type": pd.Categorical(["T", "B", "T", "NK", "B", "T"][:n_obs]),
-                        "n_counts": np.arange(n_obs, dtype=np.float64),
-                        "ok": np.arange(n_obs) % 2 == 0},
-                       index=[f"cell{i}" for i in range(n_obs)])
-    var = pd.DataFrame({"gene_ids": [f"ENSG{i:05d}" for i in range(n_vars)]},
-                       index=[f"gene{i}" for i in range(n_vars)])
-    return anndata.AnnData(X=x, obs=obs, var=var)
 
 
 def zip_bytes(adata, compressor="default", consolidate=False, deflate=False):
