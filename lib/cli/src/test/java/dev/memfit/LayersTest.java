@@ -94,13 +94,7 @@ class LayersTest {
     void sparkStaysOffTheLibraryAndTheCommandLinesClassPath() {
         // lib/spark is opt-in: the library refers to no Spark class, and the CLI's (and the kernel's) class path, which
         // this test runs on, holds none; ./memfit adds lib/spark's class path for --engine spark only
-        List<String> spark = new ArrayList<>();
-        forEachClassReference(classRoot(DType.class), (from, to) -> {
-            if (to.startsWith("org/apache/spark/") || to.startsWith("dev/memfit/spark/")) {
-                spark.add(from + " uses " + to);
-            }
-        });
-        assertTrue(spark.isEmpty(), String.join("\n", spark));
+        assertTheLibraryRefersToNone("org/apache/spark/", "dev/memfit/spark/");
         for (String name : List.of("org.apache.spark.SparkContext", "dev.memfit.spark.SparkShards")) {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
                     name + " is on the CLI's class path");
@@ -109,31 +103,35 @@ class LayersTest {
 
     @Test
     void chartsLiveInTheNotebookModuleAndXChartStaysOffTheLibrary() {
-        List<String> xchart = new ArrayList<>();
-        forEachClassReference(classRoot(DType.class), (from, to) -> {
-            if (to.startsWith("org/knowm/xchart/")) {
-                xchart.add(from + " uses " + to);
-            }
-        });
-        assertTrue(xchart.isEmpty(), String.join("\n", xchart));
-        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.plot.Charts.class));
-        assertEquals(java.util.Set.of("dev.memfit.plot"), uses.keySet(), "memfit-notebook holds dev.memfit.plot alone");
-        uses.get("dev.memfit.plot").forEach(to -> assertTrue(LAYERS.contains(to), "dev.memfit.plot uses " + to
-                + ", which is not part of the library"));
+        assertTheLibraryRefersToNone("org/knowm/xchart/");
+        assertAModuleOfOnePackageUsesOnlyTheLibrary(dev.memfit.plot.Charts.class, "memfit-notebook");
     }
 
     @Test
     void theAwsSdkStaysInMemfitCloud() {
-        List<String> aws = new ArrayList<>();
+        assertTheLibraryRefersToNone("software/amazon/", "dev/memfit/cloud/");
+        assertAModuleOfOnePackageUsesOnlyTheLibrary(dev.memfit.cloud.S3TransportProvider.class, "memfit-cloud");
+    }
+
+    /** Fails naming each reference from a library class to a class whose internal name starts with a prefix. */
+    private static void assertTheLibraryRefersToNone(String... prefixes) {
+        List<String> found = new ArrayList<>();
         forEachClassReference(classRoot(DType.class), (from, to) -> {
-            if (to.startsWith("software/amazon/") || to.startsWith("dev/memfit/cloud/")) {
-                aws.add(from + " uses " + to);
+            for (String prefix : prefixes) {
+                if (to.startsWith(prefix)) {
+                    found.add(from + " uses " + to);
+                }
             }
         });
-        assertTrue(aws.isEmpty(), String.join("\n", aws));
-        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.cloud.S3TransportProvider.class));
-        assertEquals(java.util.Set.of("dev.memfit.cloud"), uses.keySet(), "memfit-cloud holds dev.memfit.cloud alone");
-        uses.get("dev.memfit.cloud").forEach(to -> assertTrue(LAYERS.contains(to), "dev.memfit.cloud uses " + to
+        assertTrue(found.isEmpty(), String.join("\n", found));
+    }
+
+    /** A module built on the library holds the one package of {@code member} and uses no memfit package above the library. */
+    private static void assertAModuleOfOnePackageUsesOnlyTheLibrary(Class<?> member, String module) {
+        String onlyPackage = member.getPackageName();
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(member));
+        assertEquals(java.util.Set.of(onlyPackage), uses.keySet(), module + " holds " + onlyPackage + " alone");
+        uses.get(onlyPackage).forEach(to -> assertTrue(LAYERS.contains(to), onlyPackage + " uses " + to
                 + ", which is not part of the library"));
     }
 

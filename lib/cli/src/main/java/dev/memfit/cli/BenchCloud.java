@@ -66,21 +66,16 @@ final class BenchCloud implements Callable<Integer> {
         for (CloudBenchmark.Row row : result.rows()) {
             measure.append(row.measure());
             memfit.append(row.memfit());
-            memfitSeconds.append(round(row.memfitSeconds(), 3));
-            speed.append(round(row.megabytesPerSecond(), 0));
+            memfitSeconds.append(BenchCommand.round(row.memfitSeconds(), 3));
+            speed.append(BenchCommand.round(row.megabytesPerSecond(), 0));
             reference.append(row.reference());
-            referenceSeconds.append(round(row.referenceSeconds(), 3));
-            ratio.append(round(row.ratio(), 3));
+            referenceSeconds.append(BenchCommand.round(row.referenceSeconds(), 3));
+            ratio.append(BenchCommand.round(row.ratio(), 3));
             target.append(row.target() <= 0 ? "no target" : ">= " + row.target() + (row.met() ? " met" : " MISSED"));
         }
         table.addColumns(measure, memfit, memfitSeconds, speed, reference, referenceSeconds, ratio, target);
         System.out.println(table.printAll());
         System.out.println("cold epoch: " + result.cold());
         return 0;
-    }
-
-    private static double round(double value, int digits) {
-        double scale = Math.pow(10, digits);
-        return Math.round(value * scale) / scale;
     }
 }

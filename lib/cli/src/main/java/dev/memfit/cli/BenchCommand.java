@@ -411,7 +411,8 @@ final class BenchCommand implements Runnable {
         }
     }
 
-    private static double round(double value, int digits) {
+    /** A value to so many decimals, for the bench tables (shared by the bench commands). */
+    static double round(double value, int digits) {
         double scale = Math.pow(10, digits);
         return Math.round(value * scale) / scale;
     }

@@ -73,8 +73,8 @@ final class BenchGpu implements Callable<Integer> {
         DoubleColumn rate = DoubleColumn.create("GB/s");
         for (GpuBenchmark.CopyRow row : result.copies()) {
             method.append(row.method());
-            megabytes.append(round(row.bytesPerCopy() / 1e6, 1));
-            rate.append(round(row.gigabytesPerSecond(), 2));
+            megabytes.append(BenchCommand.round(row.bytesPerCopy() / 1e6, 1));
+            rate.append(BenchCommand.round(row.gigabytesPerSecond(), 2));
         }
         copy.addColumns(method, megabytes, rate);
         System.out.println(copy.printAll());
@@ -93,17 +93,12 @@ final class BenchGpu implements Callable<Integer> {
             m.append(row.terms());
             batch.append(row.batchSize());
             steps.append(row.stepsPerEpoch());
-            first.append(round(row.firstEpochSeconds(), 3));
-            later.append(round(row.epochSeconds(), 3));
-            perStep.append(round(row.msPerStep(), 3));   // losses are not compared: each side has its own data
+            first.append(BenchCommand.round(row.firstEpochSeconds(), 3));
+            later.append(BenchCommand.round(row.epochSeconds(), 3));
+            perStep.append(BenchCommand.round(row.msPerStep(), 3));   // losses are not compared: each side has its own data
         }
         train.addColumns(who, n, m, batch, steps, first, later, perStep);
         System.out.println(train.printAll());
         return 0;
-    }
-
-    private static double round(double value, int digits) {
-        double scale = Math.pow(10, digits);
-        return Math.round(value * scale) / scale;
     }
 }

@@ -115,9 +115,9 @@ public final class MemoryProbe implements AutoCloseable {
         if (device != null && device.isGpu()) {
             deviceBytes = CudaUtils.getGpuMemory(device).getUsed();
         }
-        return new MemorySample(seconds, memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getMax(),
-                direct, NativeMemory.ALLOCATED.bytes(), NativeMemory.MAPPED.bytes(), rss[0], rss[1], rss[2], deviceBytes,
-                memory.getHeapMemoryUsage().getCommitted());
+        java.lang.management.MemoryUsage heap = memory.getHeapMemoryUsage();   // one reading: used <= committed
+        return new MemorySample(seconds, heap.getUsed(), heap.getMax(), direct, NativeMemory.ALLOCATED.bytes(),
+                NativeMemory.MAPPED.bytes(), rss[0], rss[1], rss[2], deviceBytes, heap.getCommitted());
     }
 
     /** VmRSS, RssAnon and RssFile in bytes, or -1 each where /proc is not there. */

@@ -51,19 +51,25 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
      * @return true when the allocator was asked; false where it has no such call (musl, macOS)
      */
     public static boolean returnFreedMemory() {
-        java.util.Optional<java.lang.foreign.MemorySegment> trim = java.lang.foreign.Linker.nativeLinker().defaultLookup()
-                .find("malloc_trim");
-        if (trim.isEmpty()) {
+        if (MallocTrim.HANDLE == null) {
             return false;
         }
         try {
-            int ignored = (int) java.lang.foreign.Linker.nativeLinker().downcallHandle(trim.get(),
-                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                            java.lang.foreign.ValueLayout.JAVA_LONG)).invokeExact(0L);
+            int ignored = (int) MallocTrim.HANDLE.invokeExact(0L);
             return true;
         } catch (Throwable e) {
             return false;
         }
+    }
+
+    /** glibc's {@code malloc_trim}, looked up once; null where the C library has none. */
+    private static final class MallocTrim {
+        static final java.lang.invoke.MethodHandle HANDLE = java.lang.foreign.Linker.nativeLinker().defaultLookup()
+                .find("malloc_trim")
+                .map(address -> java.lang.foreign.Linker.nativeLinker().downcallHandle(address,
+                        java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
+                                java.lang.foreign.ValueLayout.JAVA_LONG)))
+                .orElse(null);
     }
 
     /**
