@@ -182,8 +182,8 @@ class ObjectDatasetsTest {
     @Test
     void anH5adInABucketStreamsTheSameBatchesAsTheLocalFile() {
         try (ObjectCache cache = cache(64L << 20);
-             Loader local = Datasets.h5ad(atlas.toString()).optChunkSize(64).optBatchSize(50).optShuffle(5).build();
-             Loader remote = Datasets.h5ad("s3://" + BUCKET + "/atlas.h5ad").optCache(cache).optChunkSize(64)
+             Loader local = Datasets.h5ad(atlas.toString()).optBlockShuffle(64, 4).optBatchSize(50).optShuffle(5).build();
+             Loader remote = Datasets.h5ad("s3://" + BUCKET + "/atlas.h5ad").optCache(cache).optBlockShuffle(64, 4)
                      .optBatchSize(50).optShuffle(5).build()) {
             CacheStatistics staged = cache.statistics();
             // staged whole once, when the loader was built: every byte of the object, no more
@@ -206,7 +206,7 @@ class ObjectDatasetsTest {
             assertTrue(remote.describe().contains("s3://" + BUCKET + "/atlas.h5ad"), remote.describe());
 
             // a multipart upload (ETag "...-1", not an MD5) is staged too, checked block by block
-            try (Loader multi = Datasets.h5ad("s3://" + BUCKET + "/multi/atlas.h5ad").optCache(cache).optChunkSize(64)
+            try (Loader multi = Datasets.h5ad("s3://" + BUCKET + "/multi/atlas.h5ad").optCache(cache).optBlockShuffle(64, 4)
                     .optBatchSize(50).optShuffle(5).build()) {
                 List<long[]> indices = new ArrayList<>();
                 List<float[]> got = epoch(multi, 1, indices);

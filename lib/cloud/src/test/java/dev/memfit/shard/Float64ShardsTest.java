@@ -233,10 +233,13 @@ class Float64ShardsTest {
             FitResult fit = classifier.fit(converted);
             assertTrue(Double.isFinite(fit.history().getLast().loss()), fit.history().toString());
         }
-        // streaming the .h5ad itself gives float32 batches, and says so
-        try (Loader stream = Datasets.h5ad(csr).optBatchSize(64).build()) {
-            assertEquals(DType.FLOAT32, stream.outputType());
-            assertTrue(stream.describe().contains("float64 X read as float32"), stream.describe());
+        // the cells of the .h5ad itself come in X's float64, or float32 when asked, and the loader says so
+        try (Loader cells = Datasets.h5ad(csr).optBatchSize(64).build();
+             Loader narrowed = Datasets.h5ad(csr).optBatchSize(64).optConvertTo(DType.FLOAT32).build()) {
+            assertEquals(DType.FLOAT64, cells.outputType());
+            assertTrue(cells.describe().contains("float64"), cells.describe());
+            assertEquals(DType.FLOAT32, narrowed.outputType());
+            assertTrue(narrowed.describe().contains("converted from float64 to float32"), narrowed.describe());
         }
     }
 

@@ -123,14 +123,14 @@ public final class Datasets {
     /**
      * Any path in a format memfit reads, recognised by {@link Formats#detect}, loaded the way that suits the format:
      * a {@code .npy} memory-mapped, particle stacks and listings lazily on 4 threads, a packed HDF5 file or a folder of
-     * {@code .npy} samples lazily, a shard folder through its {@link ShardStore}. For another choice, use the
-     * format's own entry point ({@link #npy}, {@link #particles}, {@link #records}, {@link #shards}).
+     * {@code .npy} samples lazily, a shard folder through its {@link ShardStore}, the cells of an {@code .h5ad} or an
+     * AnnData {@code .zarr} store where they lie ({@link #h5ad(Path)}; stream a large one with
+     * {@link LoaderBuilder#optBlockShuffle}). For another choice, use the format's own entry point ({@link #npy},
+     * {@link #particles}, {@link #records}, {@link #shards}, {@link #h5ad}).
      *
      * @param path a file or folder
      * @return the loader settings
-     * @throws MemfitException for an {@code .h5ad} or an AnnData {@code .zarr} store (convert it with
-     *         {@code ./memfit shard} and open the folder, or stream it with {@link #h5ad(Path)}) and for formats memfit
-     *         does not read
+     * @throws MemfitException for formats memfit does not read
      */
     public static LoaderBuilder open(Path path) {
         return switch (Formats.detect(path)) {
@@ -139,9 +139,7 @@ public final class Datasets {
             case PACKED_HDF5 -> new RecordDataset(() -> PackedFile.open(path)).lazy(4);
             case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
             case SHARDS -> shards(path);
-            case H5AD, ANNDATA_ZARR -> throw new MemfitException(path + ": an " + (Formats.detect(path)
-                    == Formats.Format.H5AD ? ".h5ad" : "AnnData .zarr store") + " is not read at random by a loader; "
-                    + "convert it with ./memfit shard (then Datasets.shards(folder)) or stream it with Datasets.h5ad(path)");
+            case H5AD, ANNDATA_ZARR -> annData(path);
         };
     }
 
@@ -201,30 +199,78 @@ public final class Datasets {
     }
 
     /**
-     * Streams AnnData named by a local path or an object address: an {@code .h5ad} ({@code s3://bucket/atlas.h5ad},
+     * The cells of AnnData named by a local path or an object address: an {@code .h5ad} ({@code s3://bucket/atlas.h5ad},
      * staged whole into a verified local cache when the loader is built) or a zarr store
      * ({@code s3://bucket/atlas.zarr} or {@code .zarr.zip}, read chunk by chunk through the cache); see
-     * {@link H5adStreamBuilder#optCache}. The name is the format's that came first: the stream reads both.
+     * {@link #h5ad(Path)} and {@link LoaderBuilder#optCache}. The name is the format's that came first: both are read.
      *
      * @param pathOrUri the file, store or its address
-     * @return the stream settings
+     * @return the loader settings
      */
-    public static H5adStreamBuilder h5ad(String pathOrUri) {
-        return ObjectUri.isObject(pathOrUri) ? new H5adStreamBuilder(ObjectUri.parse(pathOrUri))
-                : new H5adStreamBuilder(Path.of(pathOrUri));
+    public static LoaderBuilder h5ad(String pathOrUri) {
+        return ObjectUri.isObject(pathOrUri) ? annData(ObjectUri.parse(pathOrUri)) : annData(Path.of(pathOrUri));
     }
 
     /**
-     * Streams AnnData through a shuffle buffer: no set-up, memory bounded by the buffer, every cell once per epoch, in
-     * batches like every other {@link Loader} (see {@link H5adStreamBuilder}). The file is an {@code .h5ad}, or a zarr
-     * store as anndata's {@code write_zarr} writes it (a {@code .zarr} folder, or a {@code .zarr.zip}): the same
-     * cells give the same batches for the same seed, whichever holds them.
+     * The cells of AnnData as samples, read where they lie: an {@code .h5ad}, or a zarr store as anndata's
+     * {@code write_zarr} writes it (a {@code .zarr} folder, or a {@code .zarr.zip}). Sample {@code i} is cell
+     * {@code i}, dense, in X's float type; {@link LoaderBuilder#optLayer} picks {@code raw/X} or a layer. Stream a
+     * file larger than memory in a block-shuffled order ({@link LoaderBuilder#optBlockShuffle}, scDataset's
+     * block shuffling with a fetch factor): batches are drawn from a window of a few blocks of consecutive cells,
+     * so the file is read in long stretches, a compressed file's chunks are decoded once per window, and memory is
+     * the batch buffers and the window's decoded chunks whatever the size of the file. {@link LoaderBuilder#optShuffle}
+     * shuffles every cell (random reads: fast from a page-cached uncompressed file, slow from a compressed one).
+     *
+     * <pre>{@code
+     * try (Loader cells = Datasets.h5ad(file).optBlockShuffle(1000, 16, 42).optBatchSize(256).build()) { ... }
+     * }</pre>
      *
      * @param file the {@code .h5ad}, {@code .zarr} folder or {@code .zarr.zip}
-     * @return the stream settings
+     * @return the loader settings
      */
-    public static H5adStreamBuilder h5ad(Path file) {
-        return new H5adStreamBuilder(file);
+    public static LoaderBuilder h5ad(Path file) {
+        return annData(file);
+    }
+
+    private static LoaderBuilder annData(Path file) {
+        return new LoaderBuilder(settings -> new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder()
+                .setFile(file).optLayer(settings.layer()).open(), cellsOf(file.toString(), settings.layer())), true, true, false);
+    }
+
+    /** What an AnnData loader reads, for descriptions: the file, and the matrix unless it is X. */
+    private static String cellsOf(String where, String layer) {
+        return "X".equals(layer) ? where : where + " " + dev.memfit.io.anndata.AnnData.matrixPath(layer);
+    }
+
+    private static LoaderBuilder annData(ObjectUri object) {
+        return new LoaderBuilder(settings -> {
+            ObjectCache cache = settings.cache();
+            if (dev.memfit.io.AnnDataFiles.isZarrName(object.key())) {
+                // a zarr store: its chunks read through the cache as batches need them; the cache kept open until the
+                // loader closes (and closed with it when the loader made it)
+                ObjectCache objects = cache != null ? cache : ObjectCache.fromEnvironment();
+                try {
+                    return new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder()
+                            .setFile(object.toPath()).optStorage(objects).optLayer(settings.layer()).open(),
+                            cellsOf(object.toString(), settings.layer()), cache != null ? () -> { } : objects);
+                } catch (RuntimeException e) {
+                    if (cache == null) {
+                        objects.close();
+                    }
+                    throw e;
+                }
+            }
+            // the whole object, verified, as a local file that the mapped reader reads unchanged; pinned (and the
+            // cache kept open) until the loader closes
+            StagedFile staged = StagedFile.of(object, cache);
+            try {
+                return new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder().setFile(staged.file())
+                        .optLayer(settings.layer()).open(), cellsOf(object.toString(), settings.layer()), staged);
+            } catch (RuntimeException e) {
+                staged.close();
+                throw ObjectCache.aboutObject(e, staged.file(), object);
+            }
+        }, true, true, true);
     }
 
     /**

@@ -10,10 +10,10 @@ import java.util.Iterator;
 /**
  * Epochs of mini-batches, whatever they are read from: the one batch pipeline every source ends in.
  *
- * <p>Random-access sources ({@code .npy} in memory or mapped, lazy particle stacks, packed records, shards) read the
- * batches a {@link dev.memfit.sample.Sampler} orders on background threads; an {@code .h5ad} stream reads chunks of
- * consecutive cells through a shuffle buffer. Either way batch buffers are off-heap and reused, so a loader's memory
- * ({@link #bufferMemory()}) is a few batches (plus the shuffle buffer when streaming) whatever the size of the data.
+ * <p>Every source ({@code .npy} in memory or mapped, lazy particle stacks, packed records, shards, the cells of an
+ * {@code .h5ad} or a {@code .zarr} store) is read in the order a {@link dev.memfit.sample.Sampler} gives, on background
+ * threads; streaming a file larger than memory is an order (block shuffling), not another pipeline. Batch buffers are
+ * off-heap and reused, so a loader's memory ({@link #bufferMemory()}) is a few batches whatever the size of the data.
  * Build one with {@link Datasets}:
  *
  * <pre>{@code
@@ -95,7 +95,7 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
-     * The off-heap memory the loader holds: batch buffers, and the shuffle buffer when streaming.
+     * The off-heap memory the loader holds: its batch buffers.
      *
      * @return bytes
      */
@@ -262,61 +262,7 @@ public final class Loader implements AutoCloseable {
         return "Loader[" + pipeline + "]";
     }
 
-    /**
-     * The settings every loader takes, whatever it reads: {@link LoaderBuilder} (random access) and
-     * {@link H5adStreamBuilder} (an {@code .h5ad} stream) both implement it, with more settings of their own, so code
-     * that only sets these works with either (as {@code LoadingStrategy.loader(path)} returns).
-     */
-    public interface Builder {
-        /**
-         * Sets the samples per batch.
-         *
-         * @param size at least 1
-         * @return this builder
-         */
-        Builder optBatchSize(int size);
-
-        /**
-         * Shuffles the samples every epoch, in an order fixed by the seed and the epoch.
-         *
-         * @param seed the seed
-         * @return this builder
-         */
-        Builder optShuffle(long seed);
-
-        /**
-         * Drops the last batch of each epoch when it is smaller than the batch size.
-         *
-         * @param drop whether to drop it
-         * @return this builder
-         */
-        Builder optDropLast(boolean drop);
-
-        /**
-         * Sets how much is read ahead in the background: batches for random access, chunks for a stream.
-         *
-         * @param count 0 or more batches; at least 1 chunk
-         * @return this builder
-         */
-        Builder optPrefetch(int count);
-
-        /**
-         * Sets the background reader threads.
-         *
-         * @param count reader threads
-         * @return this builder
-         */
-        Builder optThreads(int count);
-
-        /**
-         * Validates the settings and opens the loader.
-         *
-         * @return the loader, to be closed
-         */
-        Loader build();
-    }
-
-    /** How batches are produced: random access in sampler order, or a stream through a shuffle buffer. */
+    /** How batches are produced: {@link RandomAccessPipeline}, in sampler order on background threads. */
     interface Pipeline extends AutoCloseable {
         long samples();
 

@@ -17,10 +17,15 @@ import java.util.function.Supplier;
  * <p>Defaults: batch size 32, sequential order, keep the last partial batch, prefetch 2, one reader thread, batches
  * in the source's element type.
  */
-public final class LoaderBuilder implements Loader.Builder {
+public final class LoaderBuilder {
 
-    private final Supplier<SampleSource> opener;
+    private final java.util.function.Function<FormatSettings, SampleSource> opener;
     private final boolean ownsSource;
+    /** What the opener reads: AnnData has layers; an object in a bucket has a cache. */
+    private final boolean layered;
+    private final boolean inBucket;
+    private String layer;
+    private dev.memfit.io.cloud.ObjectCache cache;
     private int batchSize = 32;
     private Long seed;
     private Sampler sampler;
@@ -34,8 +39,58 @@ public final class LoaderBuilder implements Loader.Builder {
     private java.nio.file.Path subsetFile;
 
     LoaderBuilder(Supplier<SampleSource> opener, boolean ownsSource) {
+        this(settings -> opener.get(), ownsSource, false, false);
+    }
+
+    /**
+     * Settings for an opener that reads AnnData ({@code layered}: {@link #optLayer}) or an object in a bucket
+     * ({@code inBucket}: {@link #optCache}).
+     */
+    LoaderBuilder(java.util.function.Function<FormatSettings, SampleSource> opener, boolean ownsSource, boolean layered,
+                  boolean inBucket) {
         this.opener = opener;
         this.ownsSource = ownsSource;
+        this.layered = layered;
+        this.inBucket = inBucket;
+    }
+
+    /** The settings only some formats have, handed to the opener when the loader is built. */
+    record FormatSettings(String layer, dev.memfit.io.cloud.ObjectCache cache) {
+    }
+
+    /**
+     * The AnnData matrix the samples are the rows of: {@code "X"} (default), {@code "raw/X"} or a layer under
+     * {@code layers/} ({@code "counts"}).
+     *
+     * @param matrix the matrix
+     * @return this builder
+     * @throws MemfitException when the data is not AnnData (an {@code .h5ad} or a {@code .zarr} store)
+     */
+    public LoaderBuilder optLayer(String matrix) {
+        if (!layered) {
+            throw new MemfitException("optLayer(\"" + matrix + "\"): only AnnData (an .h5ad file or a .zarr store) has "
+                    + "layers; these samples have none");
+        }
+        this.layer = java.util.Objects.requireNonNull(matrix, "layer; leave optLayer out to read X");
+        return this;
+    }
+
+    /**
+     * The verified local cache an object in a bucket ({@code s3://}, {@code gs://}) is read through, kept open by the
+     * caller (to share it or read its statistics); default: {@code ObjectCache.fromEnvironment()}, closed with the
+     * loader.
+     *
+     * @param objects the cache
+     * @return this builder
+     * @throws MemfitException when the data is a local file
+     */
+    public LoaderBuilder optCache(dev.memfit.io.cloud.ObjectCache objects) {
+        if (!inBucket) {
+            throw new MemfitException("optCache is for data in a bucket (s3://, gs://); a local file is read directly");
+        }
+        this.cache = java.util.Objects.requireNonNull(objects, "cache; leave optCache out to use "
+                + "ObjectCache.fromEnvironment()");
+        return this;
     }
 
     /**
@@ -44,7 +99,6 @@ public final class LoaderBuilder implements Loader.Builder {
      * @param size at least 1
      * @return this builder
      */
-    @Override
     public LoaderBuilder optBatchSize(int size) {
         this.batchSize = size;
         return this;
@@ -55,14 +109,15 @@ public final class LoaderBuilder implements Loader.Builder {
      * ({@code Datasets.shards("s3://...")}) the order is shard by shard: the shards in a random order, the cells of
      * each in a random order ({@link dev.memfit.sample.ShardShuffleSampler}), so that shards are staged once per epoch.
      *
+     * <p>After {@link #optBlockShuffle(int, int)} the seed seeds the block shuffle instead: the order stays
+     * block-shuffled (what {@code LoadingStrategy.streaming().loader(file).optShuffle(seed)} relies on).
+     *
      * @param seed the seed; the same seed gives the same batches from any source
      * @return this builder
      */
-    @Override
     public LoaderBuilder optShuffle(long seed) {
         this.seed = seed;
         this.sampler = null;
-        this.blockShuffle = null;
         return this;
     }
 
@@ -78,6 +133,20 @@ public final class LoaderBuilder implements Loader.Builder {
      * @param seed the seed
      * @return this builder
      */
+    /**
+     * Visits samples block-shuffled, as {@link #optBlockShuffle(int, int, long)} does, with the seed of
+     * {@link #optShuffle(long)} (0 when none is set).
+     *
+     * @param blockSize consecutive samples per block, at least 1
+     * @param fetchFactor batches per fetch, at least 1
+     * @return this builder
+     */
+    public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor) {
+        this.blockShuffle = new int[]{blockSize, fetchFactor};
+        this.sampler = null;
+        return this;
+    }
+
     public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor, long seed) {
         this.blockShuffle = new int[]{blockSize, fetchFactor};
         this.seed = seed;
@@ -104,7 +173,6 @@ public final class LoaderBuilder implements Loader.Builder {
      * @param drop true to drop it
      * @return this builder
      */
-    @Override
     public LoaderBuilder optDropLast(boolean drop) {
         this.dropLast = drop;
         return this;
@@ -116,7 +184,6 @@ public final class LoaderBuilder implements Loader.Builder {
      * @param batches 0 or more; each costs one batch buffer of off-heap memory
      * @return this builder
      */
-    @Override
     public LoaderBuilder optPrefetch(int batches) {
         this.prefetch = batches;
         return this;
@@ -130,7 +197,6 @@ public final class LoaderBuilder implements Loader.Builder {
      * @param count 0 or more
      * @return this builder
      */
-    @Override
     public LoaderBuilder optThreads(int count) {
         this.threads = count;
         return this;
@@ -188,7 +254,6 @@ public final class LoaderBuilder implements Loader.Builder {
      *
      * @return the loader, to be closed
      */
-    @Override
     public Loader build() {
         if (batchSize < 1) {
             throw new MemfitException("batch size must be at least 1, got " + batchSize);
@@ -199,7 +264,7 @@ public final class LoaderBuilder implements Loader.Builder {
         if (threads < 0 || threads > 1024) {
             throw new MemfitException("threads must be in [0, 1024], got " + threads);
         }
-        SampleSource opened = opener.get();
+        SampleSource opened = opener.apply(new FormatSettings(layer == null ? "X" : layer, cache));
         SampleSource source = opened;
         Loader loader;
         try {
@@ -210,7 +275,7 @@ public final class LoaderBuilder implements Loader.Builder {
             Sampler chosen = sampler != null ? sampler
                     : blockShuffle != null ? BlockShuffleSampler.builder().setSize(source.size())
                             .setBlockSize(blockShuffle[0]).optFetchFactor(blockShuffle[1]).setBatchSize(batchSize)
-                            .optSeed(seed).build()
+                            .optSeed(seed == null ? 0 : seed).build()
                     : seed != null ? new ShuffledSampler(source.size(), seed) : new SequentialSampler(source.size());
             if (sampler == null && blockShuffle == null && source instanceof dev.memfit.shard.ObjectShardStore objects) {
                 // shards in a bucket: shard by shard (shuffled within each), so that the store stages the next
@@ -222,6 +287,9 @@ public final class LoaderBuilder implements Loader.Builder {
                         + " samples an epoch of " + source.describe() + " has, and dropLast is set: no batch would be "
                         + "produced; lower the batch size or keep the last partial batch");
             }
+            if (source instanceof dev.memfit.source.AnnDataSource cells) {
+                keepWindowDecoded(cells, chosen);
+            }
             DType output = convertTo == null ? source.dtype() : convertTo;
             loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output));
         } catch (RuntimeException e) {
@@ -231,5 +299,17 @@ public final class LoaderBuilder implements Loader.Builder {
             throw e;
         }
         return loader.resumingFrom(resumeFrom);
+    }
+
+    /**
+     * A compressed AnnData file read in a block-shuffled order: its chunk cache holds the window of cells batches are
+     * drawn from (and the batches read ahead into the next window), so each chunk is decoded once per window.
+     */
+    private void keepWindowDecoded(dev.memfit.source.AnnDataSource cells, Sampler order) {
+        if (order instanceof BlockShuffleSampler blocks) {
+            long ahead = (long) batchSize * (Math.max(1, prefetch) + Math.max(1, threads));
+            long rows = Math.min(cells.size(), blocks.fetchSize() + ahead);
+            cells.keepDecoded(rows, (rows + blocks.blockSize() - 1) / blocks.blockSize() + 1);
+        }
     }
 }

@@ -233,14 +233,14 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
             case LoadingStrategy.InMemory _ -> dense <= IN_MEMORY_SHARE * machine.availableRam()
                     ? "Small atlas: load X into memory (LoadingStrategy.inMemory() holds it as dense float32) and sample freely."
                     : "Small atlas, but X fits in half of the RAM only as CSR, and memfit's in-memory loader holds "
-                    + "dense rows: keep X as CSR in your own code, or stream the .h5ad through a shuffle buffer "
-                    + "(LoadingStrategy.streaming(), Datasets.h5ad) with no set-up.";
+                    + "dense rows: keep X as CSR in your own code, or stream the .h5ad block-shuffled "
+                    + "(LoadingStrategy.streaming(), Datasets.h5ad(file).optBlockShuffle) with no set-up.";
             case LoadingStrategy.Shards _ -> String.format(Locale.ROOT, "Large atlas and %d devices: shard it and give each "
                     + "rank whole shards (DistributedShardSampler: rank r takes shards r, r+%d, ...), so each rank reads only "
                     + "its own files.", devices, devices);
             default -> "Between the in-memory and multi-GPU regimes (or too big for this RAM): convert once "
                     + "with `memfit shard` to memory-mapped shards for random access and weighted sampling over many "
-                    + "epochs, or stream the .h5ad through a shuffle buffer (Datasets.h5ad) for one or two epochs with no set-up. "
+                    + "epochs, or stream the .h5ad block-shuffled (Datasets.h5ad(file).optBlockShuffle) for one or two epochs with no set-up. "
                     + "Select genes first (`memfit preprocess --hvg`) to shrink every row.";
         };
     }

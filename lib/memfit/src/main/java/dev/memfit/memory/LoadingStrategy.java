@@ -22,7 +22,7 @@ import java.util.Locale;
 
 /**
  * How data reaches the loader, with the parameters that go with it: in memory, memory-mapped, lazily on reader
- * threads, streamed in chunks through a shuffle buffer, a random subset first, or shards across devices.
+ * threads, streamed block-shuffled, a random subset first, or shards across devices.
  * {@link Advice} recommends one, {@link MemoryEstimator} estimates the memory it takes, and {@link #loader(Path)}
  * opens a file that way:
  *
@@ -40,13 +40,15 @@ import java.util.Locale;
  *   <tr><td>{@link InMemory}</td><td>read into native memory</td><td>every record read into native memory</td>
  *       <td>every shard copied into native memory</td><td>X read dense (float32) into native memory</td></tr>
  *   <tr><td>{@link Mapped}</td><td>mapped</td><td>read on demand, files mapped when at most 256
- *       ({@link Datasets#open})</td><td>mapped</td><td>refused: not read at random</td></tr>
+ *       ({@link Datasets#open})</td><td>mapped</td><td>cells read where they lie: mapped (uncompressed) or through
+ *       the chunk cache (compressed)</td></tr>
  *   <tr><td>{@link Lazy}</td><td>mapped, paged in by N loader threads</td><td>read on demand by N threads</td>
- *       <td>mapped, N loader threads</td><td>refused</td></tr>
+ *       <td>mapped, N loader threads</td><td>as {@link Mapped}, N loader threads</td></tr>
  *   <tr><td>{@link Streaming}</td><td colspan="3">as {@link Lazy} with the stream's threads: every epoch reads
- *       storage</td><td>streamed: chunks through a shuffle buffer ({@link Datasets#h5ad})</td></tr>
+ *       storage</td><td>block-shuffled: batches from windows of blocks of consecutive
+ *       cells ({@link Datasets#h5ad(Path)})</td></tr>
  *   <tr><td>{@link RandomSubset}</td><td colspan="3">its {@code then} strategy, on a random subset
- *       ({@link LoaderBuilder#optSubset(long[])})</td><td>refused</td></tr>
+ *       ({@link LoaderBuilder#optSubset(long[])})</td><td>as {@code then}, on the subset</td></tr>
  *   <tr><td>{@link Shards}</td><td colspan="2">refused: convert with {@code ./memfit shard} first</td>
  *       <td>mapped, this rank's whole shards ({@link DistributedShardSampler})</td><td>refused</td></tr>
  * </table>
@@ -82,25 +84,26 @@ public sealed interface LoadingStrategy {
     }
 
     /**
-     * Streams an {@code .h5ad} with the defaults of {@link Datasets#h5ad}: chunks of 10,000 cells, a shuffle buffer of
-     * four chunks, one reader thread.
+     * Streams AnnData in a block-shuffled order: blocks of {@value Streaming#DEFAULT_BLOCK} consecutive cells, batches
+     * drawn from {@value dev.memfit.sample.BlockShuffleSampler#DEFAULT_FETCH_FACTOR} batches' worth of blocks at a
+     * time, one reader thread.
      *
      * @return the strategy
      */
     static Streaming streaming() {
-        return new Streaming(Streaming.DEFAULT_CHUNK, 4 * Streaming.DEFAULT_CHUNK, 1);
+        return new Streaming(Streaming.DEFAULT_BLOCK, dev.memfit.sample.BlockShuffleSampler.DEFAULT_FETCH_FACTOR, 1);
     }
 
     /**
-     * Streams an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer.
+     * Streams AnnData in a block-shuffled order (see {@link dev.memfit.sample.BlockShuffleSampler}).
      *
-     * @param chunkSize cells read at once, at least 1
-     * @param bufferCells cells in the shuffle buffer, at least one chunk
-     * @param threads chunks read at once, at least 1
+     * @param blockSize consecutive cells read together, at least 1
+     * @param fetchFactor batches' worth of blocks each window of the order holds, at least 1
+     * @param threads reader threads, at least 1
      * @return the strategy
      */
-    static Streaming streaming(int chunkSize, int bufferCells, int threads) {
-        return new Streaming(chunkSize, bufferCells, threads);
+    static Streaming streaming(int blockSize, int fetchFactor, int threads) {
+        return new Streaming(blockSize, fetchFactor, threads);
     }
 
     /**
@@ -136,10 +139,10 @@ public sealed interface LoadingStrategy {
      * Opens a file or folder this way (see the table above for each format).
      *
      * @param path the data
-     * @return the loader settings: set the batch size and the order, then {@link Loader.Builder#build()}
+     * @return the loader settings: set the batch size and the order, then {@link LoaderBuilder#build()}
      * @throws MemfitException when this strategy cannot read the format (the message says which can)
      */
-    Loader.Builder loader(Path path);
+    LoaderBuilder loader(Path path);
 
     /** Load into native memory. */
     record InMemory() implements LoadingStrategy {
@@ -205,9 +208,7 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            if (isAnnData(Formats.detect(path))) {
-                throw notAtRandom(path, describe());
-            }
+            // AnnData too: an uncompressed .h5ad is read from its mapping, a compressed one through its chunk cache
             return Datasets.open(path);
         }
     }
@@ -243,55 +244,57 @@ public sealed interface LoadingStrategy {
                 case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).lazy(threads);
                 case NPY_FOLDER -> Datasets.records(FileSet.open(path)).lazy(threads);
                 case SHARDS -> Datasets.shards(path).optThreads(threads);
-                case H5AD, ANNDATA_ZARR -> throw notAtRandom(path, describe());
+                case H5AD, ANNDATA_ZARR -> Datasets.h5ad(path).optThreads(threads);
             };
         }
     }
 
     /**
-     * Stream an {@code .h5ad} in chunks of consecutive cells through a shuffle buffer (see {@link Datasets#h5ad}).
+     * Stream AnnData (an {@code .h5ad} or a {@code .zarr} store) in a block-shuffled order through the one loader
+     * (see {@link Datasets#h5ad(Path)}): batches drawn from a window of blocks of consecutive cells, so the file is read
+     * in long stretches and memory is the batches and the window's decoded chunks.
      *
-     * @param chunkSize cells read at once, at least 1
-     * @param bufferCells cells in the shuffle buffer, at least one chunk
-     * @param threads chunks read at once, at least 1
+     * @param blockSize consecutive cells read together, at least 1
+     * @param fetchFactor batches' worth of blocks each window holds, at least 1
+     * @param threads reader threads, at least 1
      */
-    record Streaming(int chunkSize, int bufferCells, int threads) implements LoadingStrategy {
+    record Streaming(int blockSize, int fetchFactor, int threads) implements LoadingStrategy {
 
-        /** The cells per chunk of {@link LoadingStrategy#streaming()}, as the default of {@link Datasets#h5ad}. */
-        public static final int DEFAULT_CHUNK = 10_000;
+        /** The cells per block of {@link LoadingStrategy#streaming()}. */
+        public static final int DEFAULT_BLOCK = 1_000;
 
         /**
          * Checks the settings.
          *
-         * @param chunkSize cells read at once, at least 1
-         * @param bufferCells cells in the shuffle buffer, at least one chunk
-         * @param threads chunks read at once, at least 1
+         * @param blockSize consecutive cells read together, at least 1
+         * @param fetchFactor batches' worth of blocks each window holds, at least 1
+         * @param threads reader threads, at least 1
          */
         public Streaming {
-            if (chunkSize < 1 || bufferCells < chunkSize || threads < 1) {
-                throw new MemfitException("streaming needs chunk size >= 1, shuffle buffer >= chunk size and threads "
-                        + ">= 1; got chunk " + chunkSize + ", buffer " + bufferCells + ", threads " + threads);
+            if (blockSize < 1 || fetchFactor < 1 || threads < 1) {
+                throw new MemfitException("streaming needs block size >= 1, fetch factor >= 1 and threads >= 1; got "
+                        + "block " + blockSize + ", fetch factor " + fetchFactor + ", threads " + threads);
             }
         }
 
         @Override
         public String describe() {
-            return String.format(Locale.ROOT, "streamed in chunks of %,d through a shuffle buffer of %,d, %d %s",
-                    chunkSize, bufferCells, threads, threads == 1 ? "reader thread" : "reader threads");
+            return String.format(Locale.ROOT, "streamed block-shuffled: blocks of %,d cells, windows of %d batches, %d %s",
+                    blockSize, fetchFactor, threads, threads == 1 ? "reader thread" : "reader threads");
         }
 
         /**
-         * Streams an {@code .h5ad} with this chunk size, buffer and threads; opens any other format read at random as
-         * {@link Lazy} with this stream's threads does (a mapped {@code .npy} pages in what batches read, and every
-         * epoch reads storage).
+         * Streams AnnData in this order (the seed of {@link LoaderBuilder#optShuffle} seeds it); opens any other
+         * format read at random as {@link Lazy} with this stream's threads does (a mapped {@code .npy} pages in what
+         * batches read, and every epoch reads storage).
          *
          * @param path the data
          * @return the loader settings: set the batch size and the seed, then build
          */
         @Override
-        public Loader.Builder loader(Path path) {
+        public LoaderBuilder loader(Path path) {
             if (isAnnData(Formats.detect(path))) {
-                return Datasets.h5ad(path).optChunkSize(chunkSize).optBufferCells(bufferCells).optThreads(threads);
+                return Datasets.h5ad(path).optBlockShuffle(blockSize, fetchFactor).optThreads(threads);
             }
             return new Lazy(threads).loader(path);
         }
@@ -342,9 +345,6 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             Formats.Format format = Formats.detect(path);
-            if (isAnnData(format)) {
-                throw notAtRandom(path, describe());
-            }
             long total;
             if (format == Formats.Format.SHARDS) {
                 try (ShardStore store = ShardStore.open(path)) {
@@ -433,11 +433,5 @@ public sealed interface LoadingStrategy {
     /** Whether a format holds AnnData: an {@code .h5ad} or a zarr store, streamed alike. */
     private static boolean isAnnData(Formats.Format format) {
         return format == Formats.Format.H5AD || format == Formats.Format.ANNDATA_ZARR;
-    }
-
-    private static MemfitException notAtRandom(Path path, String strategy) {
-        return new MemfitException(path + ": AnnData (.h5ad, .zarr) is not read at random (" + strategy + "); stream it "
-                + "(LoadingStrategy.streaming().loader(file)), load it in memory (LoadingStrategy.inMemory()), or "
-                + "convert it once with ./memfit shard and open the folder");
     }
 }

@@ -132,14 +132,17 @@ public final class MemoryEstimator {
             case LoadingStrategy.Lazy _ ->
                     parts.add(new MemoryEstimate.Component("page cache to keep the data warm", MemoryEstimate.Where.PAGE_CACHE, dataBytes));
             case LoadingStrategy.Streaming streaming -> {
-                // as the stream allocates it (Loader.bufferMemory): the shuffle buffer, the chunks read ahead into
-                // slots of their own, two batch buffers; the epoch order is one entry per chunk
-                epochLength = (samples + streaming.chunkSize() - 1) / streaming.chunkSize();
-                int ahead = Math.max(2, streaming.threads());
-                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "shuffle buffer (%,d samples)",
-                        streaming.bufferCells()), MemoryEstimate.Where.NATIVE, streaming.bufferCells() * sampleBytes));
-                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "chunks read ahead (%d x %,d samples)",
-                        ahead, streaming.chunkSize()), MemoryEstimate.Where.NATIVE, (long) ahead * streaming.chunkSize() * sampleBytes));
+                // the loader reads the cells where they lie; a compressed file's decoded chunks of the window batches
+                // are drawn from stay in its chunk cache (LoaderBuilder sizes it): at most the window as dense rows
+                long blocks = (samples + streaming.blockSize() - 1) / streaming.blockSize();
+                long window = Math.min(samples, Math.ceilDiv((long) streaming.fetchFactor() * batchSize, streaming.blockSize())
+                        * streaming.blockSize());
+                epochLength = blocks;
+                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "decoded chunks of the block-shuffle "
+                        + "window (at most %,d samples; none for an uncompressed file)", window), MemoryEstimate.Where.HEAP,
+                        window * sampleBytes));
+                parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "the window's order (%,d samples)",
+                        window), MemoryEstimate.Where.HEAP, 8 * window));
             }
             case LoadingStrategy.RandomSubset subset -> {
                 epochLength = subset.size(samples);
@@ -169,13 +172,13 @@ public final class MemoryEstimator {
                 }
             }
         }
-        int buffers = loading instanceof LoadingStrategy.Streaming ? 2 : Math.max(1, prefetch) + 1;
+        int buffers = Math.max(1, prefetch) + 1;
         parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "loader batch buffers (%d x %d x %s)", buffers,
                 batchSize, human(sampleBytes)), MemoryEstimate.Where.NATIVE, (long) buffers * batchSize * sampleBytes));
         // the loader asks the sampler for each batch's positions: a sequential order and a shuffle of more than
         // ShuffledSampler.ARRAY_LIMIT samples are computed on demand, a smaller shuffle is one long[] per epoch
         if (loading instanceof LoadingStrategy.Streaming) {
-            parts.add(new MemoryEstimate.Component("epoch order (8 bytes per chunk)", MemoryEstimate.Where.HEAP, 8 * epochLength));
+            parts.add(new MemoryEstimate.Component("epoch order (8 bytes per block)", MemoryEstimate.Where.HEAP, 8 * epochLength));
         } else if (!shuffled) {
             parts.add(new MemoryEstimate.Component("epoch order (sequential, computed on demand)", MemoryEstimate.Where.HEAP, 0));
         } else if (epochLength > ShuffledSampler.ARRAY_LIMIT) {

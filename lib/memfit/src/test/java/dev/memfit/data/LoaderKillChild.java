@@ -43,7 +43,7 @@ public final class LoaderKillChild {
                     .optResumeFrom(state).build();
             case "shards" -> Datasets.shards(data.resolve("shards")).optBatchSize(50).optShuffle(3).optThreads(1)
                     .optResumeFrom(state).build();
-            case "h5ad" -> Datasets.h5ad(data.resolve("atlas.h5ad")).optBatchSize(40).optChunkSize(64).optBufferCells(192)
+            case "h5ad" -> Datasets.h5ad(data.resolve("atlas.h5ad")).optBatchSize(40).optBlockShuffle(64, 4)
                     .optThreads(2).optShuffle(4).optResumeFrom(state).build();
             default -> throw new IllegalArgumentException("kind " + kind);
         };

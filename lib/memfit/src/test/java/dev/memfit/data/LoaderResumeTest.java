@@ -259,7 +259,7 @@ class LoaderResumeTest {
 
     @Test
     void aStreamResumesAtEpochBoundariesAndInsideAnEpoch() {
-        Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(dir.resolve("atlas.h5ad")).optBatchSize(50).optChunkSize(100)
+        Supplier<LoaderBuilder> stream = () -> Datasets.h5ad(dir.resolve("atlas.h5ad")).optBatchSize(50).optBlockShuffle(100, 8)
                 .optShuffle(4);
         List<Seen> firstEpoch = new ArrayList<>();
         List<Seen> secondEpoch = new ArrayList<>();

@@ -112,7 +112,7 @@ class AdviceTest {
             assertEquals("in-memory cells.h5ad", loader.describe());
             StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.CELLS);
         }
-        // the same file on a machine with too little RAM for it: streamed through a shuffle buffer
+        // the same file on a machine with too little RAM for it: streamed block-shuffled
         Advice.Machine tiny = new Advice.Machine(1000, 1L << 30, -1, -1);
         LoadingStrategy.Streaming streaming = assertInstanceOf(LoadingStrategy.Streaming.class,
                 Advice.atlasStrategy(StrategyFiles.CELLS, StrategyFiles.COLUMNS, stored, 1, tiny));

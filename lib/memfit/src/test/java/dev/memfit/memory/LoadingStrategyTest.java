@@ -73,10 +73,11 @@ class LoadingStrategyTest {
     }
 
     @Test
-    void streamingStreamsAnH5adThroughItsBuffer() {
-        LoadingStrategy.Streaming streaming = LoadingStrategy.streaming(16, 32, 2);
+    void streamingReadsAnH5adBlockShuffled() {
+        LoadingStrategy.Streaming streaming = LoadingStrategy.streaming(16, 3, 2);
         try (Loader stream = streaming.loader(cells).optBatchSize(10).optShuffle(3).build()) {
-            assertTrue(stream.describe().startsWith("stream of "), stream.describe());
+            assertTrue(stream.describe().contains("cells.h5ad"), stream.describe());
+            assertTrue(stream.state().sampler().contains("blocks of 16"), stream.state().sampler());
             MemoryEstimate estimate = MemoryEstimator.builder().setData(StrategyFiles.CELLS, StrategyFiles.COLUMNS * 4L, streaming)
                     .optBatchSize(10).build().estimate();
             assertEquals(stream.bufferMemory(), estimate.total(MemoryEstimate.Where.NATIVE),
@@ -90,8 +91,8 @@ class LoadingStrategyTest {
         try (Loader mapped = streaming.loader(rows).optBatchSize(256).build()) {
             StrategyFiles.assertEveryRowOnce(mapped.epoch(0), StrategyFiles.ROWS);
         }
-        assertThrows(MemfitException.class, () -> LoadingStrategy.streaming(16, 8, 1), "buffer smaller than a chunk");
-        assertEquals(new LoadingStrategy.Streaming(10_000, 40_000, 1), LoadingStrategy.streaming());
+        assertThrows(MemfitException.class, () -> LoadingStrategy.streaming(16, 0, 1), "a window of no batches");
+        assertEquals(new LoadingStrategy.Streaming(1_000, 16, 1), LoadingStrategy.streaming());
     }
 
     @Test
@@ -155,11 +156,17 @@ class LoadingStrategyTest {
     }
 
     @Test
-    void anH5adIsNotReadAtRandom() {
-        for (LoadingStrategy strategy : List.of(LoadingStrategy.mapped(), LoadingStrategy.lazy(4),
-                LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()))) {
-            MemfitException e = assertThrows(MemfitException.class, () -> strategy.loader(cells));
-            assertTrue(e.getMessage().contains("streaming().loader(file)"), e.getMessage());
+    void anH5adIsReadAtRandomByTheOtherStrategies() {
+        for (LoadingStrategy strategy : List.of(LoadingStrategy.mapped(), LoadingStrategy.lazy(4))) {
+            try (Loader loader = strategy.loader(cells).optBatchSize(7).optShuffle(2).build()) {
+                StrategyFiles.assertEveryRowOnce(loader.epoch(0), StrategyFiles.CELLS);
+            }
+        }
+        try (Loader half = LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()).loader(cells).optBatchSize(7).build()) {
+            assertEquals(StrategyFiles.CELLS / 2, half.samples());
+            long[] chosen = Subsets.random(StrategyFiles.CELLS, (int) (StrategyFiles.CELLS / 2), 0);
+            List<Long> seen = StrategyFiles.rowsOf(half.epoch(0), index -> chosen[(int) index]);
+            assertEquals(StrategyFiles.CELLS / 2, seen.stream().distinct().count(), "the subset's cells, each its own row");
         }
     }
 
@@ -171,11 +178,12 @@ class LoadingStrategyTest {
         assertEquals(1000 * rowBytes, subset.total(MemoryEstimate.Where.MAPPED), "the whole file is mapped");
         assertEquals(250 * rowBytes, subset.total(MemoryEstimate.Where.PAGE_CACHE), "only the subset is read");
         assertEquals(2 * 8 * 250, subset.total(MemoryEstimate.Where.HEAP), "subset indices and epoch order");
-        MemoryEstimate streamed = MemoryEstimator.builder().setData(100_000, rowBytes, LoadingStrategy.streaming(500, 2000, 1))
+        MemoryEstimate streamed = MemoryEstimator.builder().setData(100_000, rowBytes, LoadingStrategy.streaming(500, 20, 1))
                 .optBatchSize(10).build().estimate();
-        // the shuffle buffer, two chunks read ahead, two batch buffers; one epoch-order entry per chunk
-        assertEquals(2000 * rowBytes + 2 * 500 * rowBytes + 2 * 10 * rowBytes, streamed.total(MemoryEstimate.Where.NATIVE));
-        assertEquals(8 * 200, streamed.total(MemoryEstimate.Where.HEAP));
+        // three batch buffers; a window of one block (20 x 10 cells in whole blocks of 500): its decoded chunks (at most
+        // dense rows) and its order; one epoch-order entry per block
+        assertEquals(3 * 10 * rowBytes, streamed.total(MemoryEstimate.Where.NATIVE));
+        assertEquals(500 * rowBytes + 8 * 500 + 8 * 200, streamed.total(MemoryEstimate.Where.HEAP));
         MemoryEstimate ranks = MemoryEstimator.builder().setData(1000, rowBytes, LoadingStrategy.shards(4))
                 .optBatchSize(10).build().estimate();
         assertEquals(250 * rowBytes, ranks.total(MemoryEstimate.Where.PAGE_CACHE), "each rank reads its own shards");
@@ -188,7 +196,7 @@ class LoadingStrategyTest {
         assertEquals("lazy, 16 reader threads", LoadingStrategy.lazy(16).describe());
         assertEquals("a random 12.5% subset (seed 0), memory-mapped",
                 LoadingStrategy.randomSubset(0.125, LoadingStrategy.mapped()).describe());
-        assertEquals("streamed in chunks of 10,000 through a shuffle buffer of 40,000, 1 reader thread",
+        assertEquals("streamed block-shuffled: blocks of 1,000 cells, windows of 16 batches, 1 reader thread",
                 LoadingStrategy.streaming().describe());
     }
 }

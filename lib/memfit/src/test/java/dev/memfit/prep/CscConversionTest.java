@@ -89,7 +89,7 @@ class CscConversionTest {
     void aStreamOfACscFileCarriesEachCellsRow() {
         Path csc = dir.resolve("csc.h5ad");
         try (H5ad truth = H5ad.open(dir.resolve("csr.h5ad")); Arena arena = Arena.ofConfined();
-             Loader stream = Datasets.h5ad(csc).optChunkSize(16).optBufferCells(48).optBatchSize(10).optThreads(3)
+             Loader stream = Datasets.h5ad(csc).optBlockShuffle(16, 5).optBatchSize(10).optThreads(3)
                      .optShuffle(7).build()) {
             long rowBytes = 40 * 4L;
             MemorySegment all = arena.allocate(257 * rowBytes);

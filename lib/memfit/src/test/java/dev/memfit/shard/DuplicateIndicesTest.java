@@ -183,7 +183,7 @@ class DuplicateIndicesTest {
     @Test
     void theStreamServesSummedRows() {
         try (NpyArray expected = Npy.map(csrDense); Arena arena = Arena.ofConfined();
-             Loader stream = Datasets.h5ad(csr).optChunkSize(8).optBufferCells(24).optBatchSize(10).optThreads(2)
+             Loader stream = Datasets.h5ad(csr).optBlockShuffle(8, 2).optBatchSize(10).optThreads(2)
                      .optShuffle(3).build()) {
             MemorySegment want = arena.allocate(GENES * Float.BYTES);
             Set<Long> seen = new HashSet<>();

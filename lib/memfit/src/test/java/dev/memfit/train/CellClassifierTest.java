@@ -73,7 +73,7 @@ class CellClassifierTest {
         }
         try (CellClassifier classifier = CellClassifier.builder().setClasses(3).setLabels(labels).optEpochs(4)
                      .optLearningRate(0.01).optProgress(ProgressListener.silent()).build();
-             Loader stream = Datasets.h5ad(file).optChunkSize(100).optBufferCells(300).optBatchSize(32)
+             Loader stream = Datasets.h5ad(file).optBlockShuffle(100, 9).optBatchSize(32)
                      .optShuffle(2).build()) {
             FitResult fit = classifier.fit(stream);
             assertEquals(4 * 29, fit.history().stream().mapToLong(EpochStats::batches).sum(), "29 batches per epoch");

@@ -294,7 +294,7 @@ class CheckpointTest {
 
     /**
      * A classifier fed by an {@code .h5ad} stream (anndata's defaults, and gzip-compressed X) crashes inside an epoch:
-     * the stream resumes inside it (its shuffle buffer replayed on indices) and the fit ends as the uninterrupted one.
+     * the block-shuffled loader resumes inside it (at the sampler's position) and the fit ends as the uninterrupted one.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "compression {0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"None", "'gzip'"})
@@ -321,7 +321,7 @@ class CheckpointTest {
                 .optEpochs(3).optHidden(16).optLearningRate(0.01).optProgress(ProgressListener.silent());
         Function<CellClassifier.Builder, FitResult> fit = builder -> {
             try (CellClassifier model = builder.build();
-                 Loader stream = Datasets.h5ad(file).optChunkSize(100).optBufferCells(300).optBatchSize(32).optShuffle(2)
+                 Loader stream = Datasets.h5ad(file).optBlockShuffle(100, 9).optBatchSize(32).optShuffle(2)
                          .build()) {
                 return model.fit(stream);
             }

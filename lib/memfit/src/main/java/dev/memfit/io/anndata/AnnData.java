@@ -197,8 +197,8 @@ public interface AnnData extends AutoCloseable {
     }
 
     /**
-     * Reads rows of X as dense float32, each to its own place (a shuffle buffer reads a chunk straight into its free
-     * slots this way).
+     * Reads rows of X as dense float32, each to its own place (a loader reads a run of cells straight into their
+     * places in a batch this way).
      *
      * @param first the first row
      * @param count how many rows
@@ -275,6 +275,16 @@ public interface AnnData extends AutoCloseable {
      * progress bar comes before the caller's own. Nothing to do for CSR or dense X, or when done already.
      */
     void prepareRows();
+
+    /**
+     * Raises the bound of the reader's cache of decoded chunks to at least this many bytes, for a reader that will
+     * come back to the same chunks: a loader's block-shuffled window of cells must fit, or each batch would decode its
+     * chunks again. Nothing to do for data read from a mapping (contiguous, uncompressed). The bound is never lowered.
+     *
+     * @param bytes the least bound
+     */
+    default void reserveChunkCache(long bytes) {
+    }
 
     /**
      * One pass over X in chunks of about 16 MB of dense float32 rows: memory stays at one chunk whatever the size.

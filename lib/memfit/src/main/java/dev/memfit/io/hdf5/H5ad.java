@@ -1171,6 +1171,11 @@ public final class H5ad implements AnnData {
         return totals;
     }
 
+    @Override
+    public void reserveChunkCache(long bytes) {
+        (dense != null ? dense : data).cache.atLeast(bytes);
+    }
+
     /**
      * How the chunk cache of this file has done since it was opened: chunk reads served from the cache (hits),
      * chunks decoded, decoded bytes, and its bound (see the class comment).

@@ -22,7 +22,7 @@ final class ChunkCache {
     record Entry(Object value, long bytes) {
     }
 
-    private final long budget;
+    private volatile long budget;
     private final LinkedHashMap<Key, Entry> entries = new LinkedHashMap<>(64, 0.75f, true);
     private final ConcurrentHashMap<Key, CompletableFuture<Entry>> loading = new ConcurrentHashMap<>();
     private final LongAdder hits = new LongAdder();
@@ -120,6 +120,17 @@ final class ChunkCache {
     /** Counts a chunk decoded for one read without entering the cache. */
     void decodedUncached() {
         decodes.increment();
+    }
+
+    /**
+     * Raises the bound to at least this many bytes (never lowers it).
+     *
+     * @param bytes the least bound
+     */
+    void atLeast(long bytes) {
+        synchronized (entries) {
+            budget = Math.max(budget, bytes);
+        }
     }
 
     long budget() {

@@ -487,6 +487,11 @@ public final class ZarrAnnData implements AnnData {
     // ---- CSC
 
     @Override
+    public void reserveChunkCache(long bytes) {
+        zarr.cache().atLeast(bytes);
+    }
+
+    @Override
     public void prepareRows() {
         rows();
     }

@@ -187,7 +187,7 @@ class H5adLayersTest {
     @Test
     void theStreamReadsALayer() {
         double expected = Double.parseDouble(reference(atlas, "layers/counts").split("\n")[0].split(" ")[2]);
-        try (Loader loader = Datasets.h5ad(atlas).optLayer("counts").optChunkSize(64).optBatchSize(50).optShuffle(3).build()) {
+        try (Loader loader = Datasets.h5ad(atlas).optLayer("counts").optBlockShuffle(64, 4).optBatchSize(50).optShuffle(3).build()) {
             assertTrue(loader.describe().contains("layers/counts"), loader.describe());
             double sum = 0;
             long cells = 0;

@@ -3,7 +3,6 @@ package dev.memfit.data;
 import dev.memfit.PythonPeer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.ValueLayout;
@@ -19,12 +18,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
- * An {@code .h5ad} stream resumed inside an epoch (its chunk order and buffer draws replayed on indices, then the
- * buffer read back) hands out the rest of the epoch exactly as an uninterrupted stream does, cell for cell and byte
- * for byte: for sparse and dense X, stored contiguous or gzip-chunked (as anndata writes them), with shuffle buffers
- * from one chunk to many, a sparse or a dense buffer, other thread counts, and a short last batch kept or dropped.
+ * The cells of an {@code .h5ad} streamed block-shuffled and resumed inside an epoch hand out the rest of the epoch
+ * exactly as an uninterrupted loader does, cell for cell and byte for byte: for sparse and dense X, stored contiguous
+ * or gzip-chunked (as anndata writes them), with windows from one block to more than the file, other thread counts
+ * and prefetch, and a short last batch kept or dropped.
  */
-class H5adStreamResumeTest {
+class AnnDataResumeTest {
 
     @TempDir
     static Path dir;
@@ -93,7 +92,7 @@ class H5adStreamResumeTest {
      * saved by an uninterrupted run, and compares the rest with that run's; the resumed loader may read with other
      * threads and buffer kind ({@code resumed}), which must not change the order.
      */
-    private static void resumesExactly(Supplier<H5adStreamBuilder> original, Supplier<H5adStreamBuilder> resumed, long seed) {
+    private static void resumesExactly(Supplier<LoaderBuilder> original, Supplier<LoaderBuilder> resumed, long seed) {
         List<Seen> whole;
         LoaderState start;
         long batches;
@@ -123,26 +122,26 @@ class H5adStreamResumeTest {
     void sparseAndDenseFilesStoredPlainOrGzipResumeInsideAnEpoch() {
         for (String name : List.of("sparse.h5ad", "sparse-gzip.h5ad", "dense.h5ad", "dense-gzip.h5ad")) {
             Path file = dir.resolve(name);
-            Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(file).optChunkSize(64).optBufferCells(256)
+            Supplier<LoaderBuilder> stream = () -> Datasets.h5ad(file).optBlockShuffle(64, 5)
                     .optBatchSize(50).optShuffle(12);
             resumesExactly(stream, stream, name.hashCode());
         }
     }
 
     @Test
-    void everyBufferSizeResumesInsideAnEpoch() {
+    void everyWindowResumesInsideAnEpoch() {
         Path file = dir.resolve("sparse-gzip.h5ad");
         int[][] settings = {
-                // chunk, buffer, batch, prefetch
-                {64, 64, 32, 1},        // the buffer is one chunk
-                {7, 30, 30, 3},         // the batch is the whole buffer
-                {1, 5, 3, 2},           // chunks of one cell
-                {100, 1_000, 128, 2},   // most of the file in the buffer
-                {500, 2_000, 64, 4},    // a buffer larger than the file
+                // block, fetch factor, batch, prefetch
+                {64, 2, 32, 1},         // a window of one block
+                {7, 1, 30, 3},          // the batch is the whole window
+                {1, 2, 3, 2},           // blocks of one cell
+                {100, 8, 128, 2},       // most of the file in a window
+                {500, 40, 64, 4},       // a window larger than the file
         };
         for (int[] s : settings) {
             for (boolean dropLast : new boolean[]{false, true}) {
-                Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(file).optChunkSize(s[0]).optBufferCells(s[1])
+                Supplier<LoaderBuilder> stream = () -> Datasets.h5ad(file).optBlockShuffle(s[0], s[1])
                         .optBatchSize(s[2]).optPrefetch(s[3]).optDropLast(dropLast).optShuffle(5);
                 resumesExactly(stream, stream, Arrays.hashCode(s));
             }
@@ -150,17 +149,17 @@ class H5adStreamResumeTest {
     }
 
     @Test
-    void otherThreadsOrADenseBufferResumeTheSameOrder() {
+    void otherThreadsOrNoPrefetchResumeTheSameOrder() {
         Path file = dir.resolve("sparse-gzip.h5ad");
-        resumesExactly(() -> Datasets.h5ad(file).optChunkSize(50).optBufferCells(200).optBatchSize(40).optShuffle(8),
-                () -> Datasets.h5ad(file).optChunkSize(50).optBufferCells(200).optBatchSize(40).optShuffle(8).optThreads(3)
-                        .denseBufferOnly(), 99);
+        resumesExactly(() -> Datasets.h5ad(file).optBlockShuffle(50, 5).optBatchSize(40).optShuffle(8),
+                () -> Datasets.h5ad(file).optBlockShuffle(50, 5).optBatchSize(40).optShuffle(8).optThreads(3)
+                        .optPrefetch(0), 99);
     }
 
     @Test
     void aResumedStreamCanBeResumedAgainInTheSameEpoch() {
-        Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(dir.resolve("dense-gzip.h5ad")).optChunkSize(32)
-                .optBufferCells(96).optBatchSize(24).optShuffle(1);
+        Supplier<LoaderBuilder> stream = () -> Datasets.h5ad(dir.resolve("dense-gzip.h5ad")).optBlockShuffle(32, 4)
+                .optBatchSize(24).optShuffle(1);
         List<Seen> whole;
         try (Loader loader = stream.get().build()) {
             whole = epoch(loader, 0);
@@ -168,7 +167,7 @@ class H5adStreamResumeTest {
         List<Seen> parts = new ArrayList<>();
         LoaderState state = null;
         for (int part = 0; part < 3; part++) {
-            H5adStreamBuilder builder = stream.get();
+            LoaderBuilder builder = stream.get();
             if (state != null) {
                 builder.optResumeFrom(state);
             }
@@ -184,56 +183,5 @@ class H5adStreamResumeTest {
         }
         assertSameBatches(whole, parts, "resumed twice in epoch 0");
         assertArrayEquals(new long[]{1, 0}, new long[]{state.epoch(), state.batchesDone()});
-    }
-
-    /**
-     * A measurement, not a check, run only when asked for: how long a resume at the end of an epoch (the whole epoch
-     * replayed) takes against one at its start, for {@code memfit.resumeSmoke.cells} cells in a dense gzip file of 1
-     * gene. Run with {@code JDK_JAVA_OPTIONS=-Dmemfit.resumeSmoke.cells=10000000}.
-     */
-    @Test
-    @EnabledIfSystemProperty(named = "memfit.resumeSmoke.cells", matches = "[0-9]+")
-    void replaySmoke() {
-        long cells = Long.getLong("memfit.resumeSmoke.cells");
-        Path file = dir.resolve("large.h5ad");
-        PythonPeer.run("""
-                import sys, h5py, numpy as np
-                n = int(sys.argv[2])
-                with h5py.File(sys.argv[1], 'w') as f:
-                    f.attrs['encoding-type'] = 'anndata'
-                    f.attrs['encoding-version'] = '0.1.0'
-                    x = f.create_dataset('X', data=np.arange(n, dtype=np.float32).reshape(n, 1), chunks=(65536, 1),
-                                         compression='gzip')
-                    for name, size in (('obs', n), ('var', 1)):
-                        g = f.create_group(name)
-                        g.attrs['encoding-type'] = 'dataframe'
-                        g.attrs['encoding-version'] = '0.2.0'
-                        g.attrs['_index'] = '_index'
-                        g.attrs.create('column-order', np.array([], dtype=h5py.string_dtype()))
-                        g.create_dataset('_index', data=np.arange(size).astype('S'))
-                """, file, cells);
-        Supplier<H5adStreamBuilder> stream = () -> Datasets.h5ad(file).optChunkSize(10_000).optBufferCells(40_000)
-                .optBatchSize(256).optShuffle(3);
-        long[] nanos = new long[2];
-        long batches;
-        String source;
-        String sampler;
-        try (Loader loader = stream.get().build()) {
-            batches = loader.batchesPerEpoch();
-            source = loader.state().source();
-            sampler = loader.state().sampler();
-        }
-        long[] points = {1, batches - 1};
-        for (int i = 0; i < 2; i++) {
-            LoaderState state = new LoaderState(source, cells, sampler, 256, false, 0, points[i]);
-            long began = System.nanoTime();
-            try (Loader loader = stream.get().optResumeFrom(state).build()) {
-                Batch first = loader.epoch(0).iterator().next();
-                assertEquals(points[i], first.number());
-                nanos[i] = System.nanoTime() - began;
-            }
-        }
-        System.out.printf("stream resume smoke (noisy), %,d cells: at batch 1 %.3f s, at batch %,d (whole epoch replayed) %.3f s%n",
-                cells, nanos[0] / 1e9, batches - 1, nanos[1] / 1e9);
     }
 }
