@@ -706,7 +706,6 @@ public final class H5ad implements AnnData {
         if (first < 0 || count < 0 || first + count > observations) {
             throw new IndexOutOfBoundsException("rows [" + first + ", " + (first + count) + ") outside [0, " + observations + ") of " + file);
         }
-        long rowBytes = variables * Float.BYTES;
         if (!sparse()) {
             dense.rows(first, count, into, rowOffsets, false);
             return;
@@ -718,63 +717,95 @@ public final class H5ad implements AnnData {
         Window values = transposed != null ? transposedValues(transposed, start, n) : data.window(start, n, DType.FLOAT32);
         Window columns = transposed != null ? new Window(transposed.columns(), 0, null, ValueLayout.JAVA_INT, null)
                 : indices.window(start, n, indices.type == DType.INT32 ? DType.INT32 : DType.INT64);
-        // locals, not record accessors, in the loop: this is the hot path of streaming and sharding
+        // Each row's values and indices are copied out in bulk (MemorySegment.copy translates the file's byte order),
+        // added into a dense row on the heap and copied into place in bulk. Reading the windows value by value in a
+        // loop would see mapped and heap segments at the same call sites (a chunked file's window is a slice of the
+        // mapping or a copy, call by call): C2 then compiles, deoptimizes and recompiles the loop over and over,
+        // which made a stream 30 times slower in a notebook. Plain arrays have no such profile.
+        RowScratch scratch = RowScratch.get(Math.toIntExact(variables));
         MemorySegment valueBytes = values.values();
         MemorySegment columnBytes = columns.values();
-        ValueLayout.OfFloat valueLayout = values.floatLayout();
         ValueLayout.OfInt narrow = columns.intLayout();
         ValueLayout.OfLong wide = columns.longLayout();
-        boolean isWide = wide != null;
         long valueFirst = values.first();
         long columnFirst = columns.first();
-        // the file's layouts are not constants, which costs a var handle lookup per value: in the platform's order
-        // (the usual case) read through the constant ones
-        ByteOrder platform = ByteOrder.nativeOrder();
-        boolean constant = valueLayout.order() == platform && (isWide ? wide.order() : narrow.order()) == platform;
+        float[] row = scratch.row;
         for (int r = 0; r < count; r++) {
-            long rowEnd = indptr[Math.toIntExact(first + r + 1)];
-            long rowOffset = rowOffsets[r];
-            // zero each row just before its values go in, while it is in cache (one pass over the memory, not two)
-            into.asSlice(rowOffset, rowBytes).fill((byte) 0);
             long rowStart = indptr[Math.toIntExact(first + r)];
-            if (constant && !isWide && scatter(valueBytes, columnBytes, into, rowOffset, rowStart - valueFirst,
-                    rowStart - columnFirst, Math.toIntExact(rowEnd - rowStart)) >= 0) {
-                continue;
+            int stored = Math.toIntExact(indptr[Math.toIntExact(first + r + 1)] - rowStart);
+            float[] rowValues = scratch.values(stored);
+            int[] rowColumns = scratch.columns(stored);
+            MemorySegment.copy(valueBytes, values.floatLayout(), (rowStart - valueFirst) * Float.BYTES, rowValues, 0, stored);
+            if (wide == null) {
+                MemorySegment.copy(columnBytes, narrow, (rowStart - columnFirst) * Integer.BYTES, rowColumns, 0, stored);
+            } else {
+                long[] wideColumns = scratch.wide(stored);
+                MemorySegment.copy(columnBytes, wide, (rowStart - columnFirst) * Long.BYTES, wideColumns, 0, stored);
+                for (int i = 0; i < stored; i++) {
+                    rowColumns[i] = wideColumns[i] < 0 || wideColumns[i] >= variables ? -1 : (int) wideColumns[i];
+                }
             }
-            // a wide or foreign-order file, or an index out of range (which the loop below finds and names)
-            for (long at = rowStart; at < rowEnd; at++) {
-                long column = isWide ? columnBytes.get(wide, (at - columnFirst) * Long.BYTES)
-                        : columnBytes.get(narrow, (at - columnFirst) * Integer.BYTES);
-                if (column < 0 || column >= variables) {
-                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, " + variables + ") (n_vars)",
-                            "index " + column + " at stored value " + at + " (row " + (first + r) + ")");
+            for (int i = 0; i < stored; i++) {
+                int column = rowColumns[i];
+                if (column < 0 || column >= row.length) {
+                    java.util.Arrays.fill(row, 0f);
+                    long at = rowStart + i;
+                    long found = wide == null ? column : columnBytes.get(wide, (at - columnFirst) * Long.BYTES);
+                    throw new InvalidFileException(file, transposed != null ? -1 : indices.offsetOf(at), layer + "/indices in [0, "
+                            + variables + ") (n_vars)", "index " + found + " at stored value " + at + " (row " + (first + r) + ")");
                 }
                 // added, not set: a column stored twice in a row counts twice, as scipy's toarray() sums duplicates
-                long target = rowOffset + column * Float.BYTES;
-                into.set(ValueLayout.JAVA_FLOAT, target, into.get(ValueLayout.JAVA_FLOAT, target)
-                        + valueBytes.get(valueLayout, (at - valueFirst) * Float.BYTES));
+                row[column] += rowValues[i];
+            }
+            MemorySegment.copy(row, 0, into, FLOAT_NATIVE, rowOffsets[r], row.length);
+            for (int i = 0; i < stored; i++) {
+                row[rowColumns[i]] = 0f;
             }
         }
     }
 
-    /**
-     * Adds {@code n} stored values (native order, int32 columns) into a zeroed dense row; returns -1 without finishing
-     * when a column is outside {@code [0, n_vars)}, for the caller to report (it throws before the row is used).
-     */
-    private int scatter(MemorySegment values, MemorySegment columns, MemorySegment into, long rowOffset, long valueAt,
-                        long columnAt, int n) {
-        long genes = variables;
-        for (int i = 0; i < n; i++) {
-            int column = columns.get(INT_NATIVE, (columnAt + i) * Integer.BYTES);
-            if (column < 0 || column >= genes) {
-                return -1;
-            }
-            // added, not set: a column stored twice in a row counts twice (as scipy's toarray())
-            long target = rowOffset + (long) column * Float.BYTES;
-            into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, target, into.get(ValueLayout.JAVA_FLOAT_UNALIGNED, target)
-                    + values.get(FLOAT_NATIVE, (valueAt + i) * Float.BYTES));
+    /** Per-thread arrays of {@link #readRows(long, int, MemorySegment, long[])}: a dense row (kept zero between rows). */
+    private static final class RowScratch {
+        private static final ThreadLocal<RowScratch> CURRENT = new ThreadLocal<>();
+
+        private final float[] row;
+        private float[] values = new float[0];
+        private int[] columns = new int[0];
+        private long[] wide = new long[0];
+
+        private RowScratch(int variables) {
+            this.row = new float[variables];
         }
-        return n;
+
+        static RowScratch get(int variables) {
+            RowScratch scratch = CURRENT.get();
+            if (scratch == null || scratch.row.length != variables) {
+                scratch = new RowScratch(variables);
+                CURRENT.set(scratch);
+            }
+            return scratch;
+        }
+
+        float[] values(int n) {
+            if (values.length < n) {
+                values = new float[Math.max(n, values.length * 2)];
+            }
+            return values;
+        }
+
+        int[] columns(int n) {
+            if (columns.length < n) {
+                columns = new int[Math.max(n, columns.length * 2)];
+            }
+            return columns;
+        }
+
+        long[] wide(int n) {
+            if (wide.length < n) {
+                wide = new long[Math.max(n, wide.length * 2)];
+            }
+            return wide;
+        }
     }
 
     /**
