@@ -61,10 +61,11 @@ public final class H5adBenchmark {
      * @param formats what to measure: {@code h5ad} (the tasks above) and/or {@code zarr} (the stream over a
      *                {@code .zarr} store beside the {@code .h5ad}, written from it by anndata when missing)
      * @param repeats runs of each side of the zarr comparison, alternated; medians are reported
+     * @param chunkCacheBytes the bound of each reader's cache of decoded chunks (the stream raises it to its window)
      */
     public record Settings(Path file, long cells, int genes, int chunkSize, int batchSize, long shardSize,
                            int randomBatches, int epochs, List<Integer> threads, long seed, boolean baselines,
-                           List<String> formats, int repeats) {
+                           List<String> formats, int repeats, long chunkCacheBytes) {
 
         /**
          * The settings of the {@code .h5ad} tasks only, measured once each.
@@ -84,7 +85,7 @@ public final class H5adBenchmark {
         public Settings(Path file, long cells, int genes, int chunkSize, int batchSize, long shardSize, int randomBatches,
                         int epochs, List<Integer> threads, long seed, boolean baselines) {
             this(file, cells, genes, chunkSize, batchSize, shardSize, randomBatches, epochs, threads, seed, baselines,
-                    List.of("h5ad"), 1);
+                    List.of("h5ad"), 1, H5ad.DEFAULT_CHUNK_CACHE_BYTES);
         }
     }
 
@@ -309,7 +310,8 @@ public final class H5adBenchmark {
     private static double streamPass(Path file, Settings settings, int threads) {
         long sink = 0;
         int fetch = Math.max(1, 4 * settings.chunkSize() / settings.batchSize());
-        try (Loader stream = Datasets.open(file).optBlockShuffle(settings.chunkSize(), fetch, settings.seed())
+        try (Loader stream = Datasets.h5ad(file).optChunkCacheBytes(settings.chunkCacheBytes())
+                .optBlockShuffle(settings.chunkSize(), fetch, settings.seed())
                 .optBatchSize(settings.batchSize()).optThreads(threads).build()) {
             double seconds = 0;
             for (int epoch = 0; epoch < 2; epoch++) {
@@ -327,7 +329,8 @@ public final class H5adBenchmark {
 
     private static double randomFromH5ad(Path file, Settings settings) {
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(settings.seed());
-        try (H5ad h5ad = H5ad.open(file); Arena arena = Arena.ofConfined()) {
+        try (H5ad h5ad = H5ad.builder().setFile(file).optChunkCacheBytes(settings.chunkCacheBytes()).open();
+             Arena arena = Arena.ofConfined()) {
             int n = Math.toIntExact(h5ad.observations());
             long rowBytes = h5ad.variables() * Float.BYTES;
             MemorySegment batch = arena.allocate(settings.batchSize() * rowBytes);

@@ -248,7 +248,7 @@ final class BenchCommand implements Runnable {
         @Option(names = "--repeats", defaultValue = "5", description = "runs of each side of the zarr comparison, "
                 + "alternated; medians reported (default ${DEFAULT-VALUE})")
         private int repeats;
-        @Option(names = "--chunk-cache-mib", description = "decoded-chunk cache per open .h5ad, MiB (sets -Dmemfit.h5ad.chunkCacheMiB; default 64, raised to two bands of a chunked dense X)")
+        @Option(names = "--chunk-cache-mib", description = "decoded-chunk cache of the stream's and the random reads' .h5ad, MiB (default 64; raised to two bands of a chunked dense X, and to a stream's window)")
         private Long chunkCacheMib;
 
         @Override
@@ -257,7 +257,6 @@ final class BenchCommand implements Runnable {
                 if (chunkCacheMib < 0) {
                     throw new dev.memfit.MemfitException("--chunk-cache-mib: expected a size in MiB >= 0, got " + chunkCacheMib);
                 }
-                System.setProperty("memfit.h5ad.chunkCacheMiB", Long.toString(chunkCacheMib));
             }
             for (String format : formats) {
                 if (!format.equals("h5ad") && !format.equals("zarr")) {
@@ -276,7 +275,8 @@ final class BenchCommand implements Runnable {
                     throw new dev.memfit.MemfitException("--batch: expected cells per batch >= 1, got " + batch);
                 }
                 for (H5adBenchmark.Row row : H5adBenchmark.run(new H5adBenchmark.Settings(target, cells, genes, chunk,
-                        batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines, formats, repeats))) {
+                        batch, shardSize, randomBatches, epochs, threads, seed, !noBaselines, formats, repeats,
+                        chunkCacheMib == null ? dev.memfit.io.hdf5.H5ad.DEFAULT_CHUNK_CACHE_BYTES : chunkCacheMib << 20))) {
                     all.add(row);
                     batchOfRow.add(batch);
                 }

@@ -234,7 +234,7 @@ public final class Datasets {
 
     private static LoaderBuilder annData(Path file) {
         return new LoaderBuilder(settings -> new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder()
-                .setFile(file).optLayer(settings.layer()).open(), cellsOf(file.toString(), settings.layer())), true, true, false);
+                .setFile(file).optLayer(settings.layer()).optChunkCacheBytes(settings.chunkCacheBytes()).open(), cellsOf(file.toString(), settings.layer())), true, true, false);
     }
 
     /** What an AnnData loader reads, for descriptions: the file, and the matrix unless it is X. */
@@ -251,7 +251,7 @@ public final class Datasets {
                 ObjectCache objects = cache != null ? cache : ObjectCache.fromEnvironment();
                 try {
                     return new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder()
-                            .setFile(object.toPath()).optStorage(objects).optLayer(settings.layer()).open(),
+                            .setFile(object.toPath()).optStorage(objects).optLayer(settings.layer()).optChunkCacheBytes(settings.chunkCacheBytes()).open(),
                             cellsOf(object.toString(), settings.layer()), cache != null ? () -> { } : objects);
                 } catch (RuntimeException e) {
                     if (cache == null) {
@@ -265,7 +265,7 @@ public final class Datasets {
             StagedFile staged = StagedFile.of(object, cache);
             try {
                 return new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder().setFile(staged.file())
-                        .optLayer(settings.layer()).open(), cellsOf(object.toString(), settings.layer()), staged);
+                        .optLayer(settings.layer()).optChunkCacheBytes(settings.chunkCacheBytes()).open(), cellsOf(object.toString(), settings.layer()), staged);
             } catch (RuntimeException e) {
                 staged.close();
                 throw ObjectCache.aboutObject(e, staged.file(), object);

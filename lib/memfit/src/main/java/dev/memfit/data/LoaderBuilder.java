@@ -26,6 +26,7 @@ public final class LoaderBuilder {
     private final boolean inBucket;
     private String layer;
     private dev.memfit.io.cloud.ObjectCache cache;
+    private long chunkCacheBytes = dev.memfit.io.hdf5.H5ad.DEFAULT_CHUNK_CACHE_BYTES;
     private int batchSize = 32;
     private Long seed;
     private Sampler sampler;
@@ -55,7 +56,7 @@ public final class LoaderBuilder {
     }
 
     /** The settings only some formats have, handed to the opener when the loader is built. */
-    record FormatSettings(String layer, dev.memfit.io.cloud.ObjectCache cache) {
+    record FormatSettings(String layer, dev.memfit.io.cloud.ObjectCache cache, long chunkCacheBytes) {
     }
 
     /**
@@ -72,6 +73,22 @@ public final class LoaderBuilder {
                     + "layers; these samples have none");
         }
         this.layer = java.util.Objects.requireNonNull(matrix, "layer; leave optLayer out to read X");
+        return this;
+    }
+
+    /**
+     * The bound of an AnnData reader's cache of decoded chunks (default 64 MiB; compressed files only): a block-shuffled
+     * order raises it to hold its window, whatever is set here.
+     *
+     * @param bytes at least 0
+     * @return this builder
+     * @throws MemfitException when the data is not AnnData
+     */
+    public LoaderBuilder optChunkCacheBytes(long bytes) {
+        if (!layered) {
+            throw new MemfitException("optChunkCacheBytes: only AnnData (an .h5ad file or a .zarr store) has a chunk cache");
+        }
+        this.chunkCacheBytes = bytes;
         return this;
     }
 
@@ -264,7 +281,7 @@ public final class LoaderBuilder {
         if (threads < 0 || threads > 1024) {
             throw new MemfitException("threads must be in [0, 1024], got " + threads);
         }
-        SampleSource opened = opener.apply(new FormatSettings(layer == null ? "X" : layer, cache));
+        SampleSource opened = opener.apply(new FormatSettings(layer == null ? "X" : layer, cache, chunkCacheBytes));
         SampleSource source = opened;
         Loader loader;
         try {

@@ -157,6 +157,7 @@ public final class AnnDataFiles {
         private ProgressListener progress = ProgressListener.console();
         private Path scratch;
         private long budget = -1;
+        private long chunkCacheBytes = H5ad.DEFAULT_CHUNK_CACHE_BYTES;
 
         private Builder() {
         }
@@ -223,9 +224,21 @@ public final class AnnDataFiles {
         }
 
         /**
-         * Sets the memory a CSC transpose may use besides its row pointers (default 256 MiB).
+         * Sets the bound of the reader's cache of decoded chunks (default 64 MiB): {@link H5ad.Builder#optChunkCacheBytes}
+         * or {@link dev.memfit.io.zarr.ZarrAnnData.Builder#optChunkCacheBytes}.
          *
-         * @param bytes at least 192
+         * @param bytes at least 0
+         * @return this builder
+         */
+        public Builder optChunkCacheBytes(long bytes) {
+            this.chunkCacheBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Sets the memory a CSC X's transpose may use ({@link H5ad.Builder#optTransposeBudget}).
+         *
+         * @param bytes the budget
          * @return this builder
          */
         public Builder optTransposeBudget(long bytes) {
@@ -247,7 +260,7 @@ public final class AnnDataFiles {
                     : isZarrName(file.toString()) || !file.toString().toLowerCase(Locale.ROOT).endsWith(".h5ad");
             if (zarr) {
                 ZarrAnnData.Builder builder = ZarrAnnData.builder().setStore(file).optStorage(storage).optLayer(layer)
-                        .optProgress(progress).optScratch(scratch);
+                        .optProgress(progress).optScratch(scratch).optChunkCacheBytes(chunkCacheBytes);
                 if (budget != -1) {
                     builder.optTransposeBudget(budget);
                 }
@@ -257,7 +270,8 @@ public final class AnnDataFiles {
                 throw new MemfitException(file + ": an .h5ad is read from a local file; stage an object in a bucket first "
                         + "(ObjectCache.stage(uri).file()), or give a .zarr store, which is read chunk by chunk");
             }
-            H5ad.Builder builder = H5ad.builder().setFile(file).optLayer(layer).optProgress(progress);
+            H5ad.Builder builder = H5ad.builder().setFile(file).optLayer(layer).optProgress(progress)
+                    .optChunkCacheBytes(chunkCacheBytes);
             if (scratch != null) {
                 builder.optScratch(scratch);
             }

@@ -132,148 +132,18 @@ public final class ShardPlan implements Serializable {
         return new Builder();
     }
 
-    /** Configures a plan; {@link #plan()} opens every input, checks it and the settings, and plans the shards. */
-    public static final class Builder {
-
-        private List<Path> inputs;
-        private long shardSize = 100_000;
-        private GeneVocabulary vocabulary;
-        private ShardLayout layout;
-        private DType dtype;
-        private ProgressListener progress = ProgressListener.silent();
-        private String layer = "X";
-        private final java.util.Map<Path, String[]> sources = new java.util.HashMap<>();
-        private Storage storage;
+    /**
+     * Configures a plan ({@link ShardSettings}, progress silent by default); {@link #plan()} opens every input, checks
+     * it and the settings, and plans the shards.
+     */
+    public static final class Builder extends ShardSettings<Builder> {
 
         private Builder() {
+            super(ProgressListener.silent());
         }
 
-        /**
-         * Reads the inputs that are zarr stores in a bucket (their path form, {@code s3:/bucket/atlas.zarr}) through a
-         * storage the caller keeps open, an object cache, chunk by chunk; give each one's version with
-         * {@link #optSource(Path, String, String, long)}. Such a plan is written by this process
-         * ({@link ShardWriter}), not sent to workers.
-         *
-         * @param objects the storage, or null when every input is a local file or store
-         * @return this builder
-         */
-        public Builder optStorage(Storage objects) {
-            this.storage = objects;
-            return this;
-        }
-
-        /**
-         * Records an input read through {@link #optStorage} (a zarr store in a bucket) under its address, with what
-         * identifies its contents ({@code AnnDataFiles.version(cache, uri)}): a later run over the same store resumes,
-         * a changed one is named and converted again.
-         *
-         * @param input one of the inputs, a store's path form
-         * @param address its address, such as {@code s3://bucket/atlas.zarr}
-         * @param version what identifies its contents, recorded as its {@code etag}
-         * @param bytes its bytes
-         * @return this builder
-         */
-        public Builder optSource(Path input, String address, String version, long bytes) {
-            sources.put(input, new String[]{address, version, Long.toString(bytes)});
-            return this;
-        }
-
-        /**
-         * Records an input under the object it is a staged copy of, by address and ETag, rather than by its path and
-         * modification time: a later run over the same object then resumes, wherever the cache put its copy, and a
-         * changed object (another ETag) is named and converted again.
-         *
-         * @param input one of the inputs, a staged copy
-         * @param address the object's address, such as {@code s3://bucket/atlas.h5ad}
-         * @param etag the object's ETag
-         * @return this builder
-         */
-        public Builder optSource(Path input, String address, String etag) {
-            sources.put(input, new String[]{address, etag});
-            return this;
-        }
-
-        /**
-         * Sets the matrix of every input converted (default {@code X}): {@code raw/X} (raw counts beside a normalized
-         * X; the shards' genes are then {@code raw/var}'s) or a layer, {@code counts} or {@code layers/counts}.
-         *
-         * @param matrix the matrix
-         * @return this builder
-         */
-        public Builder optLayer(String matrix) {
-            this.layer = matrix;
-            return this;
-        }
-
-        /**
-         * Sets the files to convert, in order (required): their cells follow each other in the shards.
-         *
-         * @param files one or more {@code .h5ad}, {@code .zarr} folders or {@code .zarr.zip}
-         * @return this builder
-         */
-        public Builder setInputs(List<Path> files) {
-            this.inputs = files == null ? null : new ArrayList<>(files);
-            return this;
-        }
-
-        /**
-         * Sets the number of cells per shard (default 100,000); the last shard of each input holds its rest.
-         *
-         * @param cells at least 1
-         * @return this builder
-         */
-        public Builder optShardSize(long cells) {
-            this.shardSize = cells;
-            return this;
-        }
-
-        /**
-         * Sets the genes of every shard, in order (default: the genes of the inputs' {@code var}, in the order they
-         * first appear: one file's own genes, or the union of several); genes an input lacks are 0, genes outside the
-         * vocabulary dropped.
-         *
-         * @param genes the vocabulary, or null for the inputs' own genes
-         * @return this builder
-         */
-        public Builder optVocabulary(GeneVocabulary genes) {
-            this.vocabulary = genes;
-            return this;
-        }
-
-        /**
-         * Sets how the shards store their cells (default: {@link ShardLayout#SPARSE} when any input's X is sparse,
-         * else {@link ShardLayout#DENSE}).
-         *
-         * @param shardLayout the layout, or null for the default
-         * @return this builder
-         */
-        public Builder optLayout(ShardLayout shardLayout) {
-            this.layout = shardLayout;
-            return this;
-        }
-
-        /**
-         * Sets the type of the shards' values (default: the source's, float64 when an input's X is float64, else
-         * float32): {@code FLOAT32} casts a float64 X's values to float32 (half the disk; each value rounded to the
-         * nearest float32, values below float32's range to 0), which the metadata records
-         * ({@code "cast_from": "float64"}); {@code FLOAT64} widens a float32 X exactly.
-         *
-         * @param type {@code FLOAT32} or {@code FLOAT64}, or null for the source's
-         * @return this builder
-         */
-        public Builder optDType(DType type) {
-            this.dtype = type;
-            return this;
-        }
-
-        /**
-         * Sets where the progress of opening the inputs goes (default silent): a CSC X is transposed when opened.
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
+        @Override
+        protected Builder self() {
             return this;
         }
 

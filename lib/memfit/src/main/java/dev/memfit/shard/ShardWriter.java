@@ -114,156 +114,18 @@ public final class ShardWriter {
         return new Builder();
     }
 
-    /** Configures a conversion; {@link #write(Path)} validates the settings and converts. */
-    public static final class Builder {
-
-        private List<Path> inputs;
-        private long shardSize = 100_000;
-        private GeneVocabulary vocabulary;
-        private ShardLayout layout;
-        private DType dtype;
-        private String layer = "X";
-        private final Map<Path, String[]> sources = new java.util.HashMap<>();
-        private ProgressListener progress = ProgressListener.console();
-        private dev.memfit.io.storage.Storage storage;
+    /**
+     * Configures a conversion ({@link ShardSettings}, progress on the console by default); {@link #write(Path)}
+     * validates the settings and converts.
+     */
+    public static final class Builder extends ShardSettings<Builder> {
 
         private Builder() {
+            super(ProgressListener.console());
         }
 
-        /**
-         * Reads the inputs that are zarr stores in a bucket ({@code s3:/bucket/atlas.zarr}) through an object cache the
-         * caller keeps open, chunk by chunk ({@link ShardPlan.Builder#optStorage}); give each one's version with
-         * {@link #optSource(Path, String, String, long)}.
-         *
-         * @param objects the storage, or null when every input is local
-         * @return this builder
-         */
-        public Builder optStorage(dev.memfit.io.storage.Storage objects) {
-            this.storage = objects;
-            return this;
-        }
-
-        /**
-         * Records an input read through {@link #optStorage} under its address and version
-         * ({@link ShardPlan.Builder#optSource(Path, String, String, long)}).
-         *
-         * @param input the store's path form
-         * @param address its address, such as {@code s3://bucket/atlas.zarr}
-         * @param version what identifies its contents
-         * @param bytes its bytes
-         * @return this builder
-         */
-        public Builder optSource(Path input, String address, String version, long bytes) {
-            sources.put(input, new String[]{address, version, Long.toString(bytes)});
-            return this;
-        }
-
-        /**
-         * Sets the file to convert (required).
-         *
-         * @param file an {@code .h5ad}, a {@code .zarr} folder or a {@code .zarr.zip}
-         * @return this builder
-         */
-        public Builder setInput(Path file) {
-            this.inputs = file == null ? null : List.of(file);
-            return this;
-        }
-
-        /**
-         * Sets the files to convert, in order (required, or {@link #setInput}): each is cut into shards from its first
-         * cell, so a shard never holds cells of two files; the shards are numbered across the files. Without a
-         * vocabulary, the shards hold the union of the files' genes, in the order they first appear.
-         *
-         * @param files one or more {@code .h5ad}, {@code .zarr} folders or {@code .zarr.zip}
-         * @return this builder
-         */
-        public Builder setInputs(List<Path> files) {
-            this.inputs = files == null ? null : new ArrayList<>(files);
-            return this;
-        }
-
-        /**
-         * Sets the number of cells per shard (default 100,000); the last shard holds the rest.
-         *
-         * @param cells at least 1
-         * @return this builder
-         */
-        public Builder optShardSize(long cells) {
-            this.shardSize = cells;
-            return this;
-        }
-
-        /**
-         * Sets the genes of every shard, in order (default: the input's own {@code var}); genes the input lacks are
-         * 0, genes outside the vocabulary dropped, so shards of different files agree column by column.
-         *
-         * @param genes the vocabulary, or null for the input's own genes
-         * @return this builder
-         */
-        public Builder optVocabulary(GeneVocabulary genes) {
-            this.vocabulary = genes;
-            return this;
-        }
-
-        /**
-         * Sets how the shards store their cells (default: {@link ShardLayout#SPARSE} for a CSR X, about the size of
-         * the source on disk; {@link ShardLayout#DENSE} for a dense X).
-         *
-         * @param shardLayout the layout, or null for the default
-         * @return this builder
-         */
-        public Builder optLayout(ShardLayout shardLayout) {
-            this.layout = shardLayout;
-            return this;
-        }
-
-        /**
-         * Sets the type of the shards' values (default: the source's, float64 for a float64 X, float32 otherwise), as
-         * {@link ShardPlan.Builder#optDType}: {@code FLOAT32} casts a float64 X to float32 ({@code --dtype float32} on
-         * the command line), recorded in the metadata and in {@link Result#castFrom()}.
-         *
-         * @param type {@code FLOAT32} or {@code FLOAT64}, or null for the source's
-         * @return this builder
-         */
-        public Builder optDType(DType type) {
-            this.dtype = type;
-            return this;
-        }
-
-        /**
-         * Records an input under the object it is a staged copy of ({@link ShardPlan.Builder#optSource}): a later
-         * run over the same object resumes, a changed object is named and converted again.
-         *
-         * @param input one of the inputs, a staged copy
-         * @param address the object's address, such as {@code s3://bucket/atlas.h5ad}
-         * @param etag the object's ETag
-         * @return this builder
-         */
-        public Builder optSource(Path input, String address, String etag) {
-            sources.put(input, new String[]{address, etag});
-            return this;
-        }
-
-        /**
-         * Sets the matrix converted (default {@code X}): {@code raw/X} or a layer such as {@code counts}
-         * ({@link ShardPlan.Builder#optLayer}).
-         *
-         * @param matrix the matrix
-         * @return this builder
-         */
-        public Builder optLayer(String matrix) {
-            this.layer = matrix;
-            return this;
-        }
-
-        /**
-         * Sets where progress goes (default {@link ProgressListener#console()}), in cells.
-         *
-         * @param listener the listener, such as {@link ProgressListener#silent()}
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
+        @Override
+        protected Builder self() {
             return this;
         }
 
@@ -282,34 +144,14 @@ public final class ShardWriter {
             if (outputDir == null) {
                 throw new MemfitException("write(outputDir) needs the folder to write the shards to");
             }
-            if (shardSize < 1) {
-                throw new MemfitException("shard size must be at least 1 cell, got " + shardSize
-                        + "; set optShardSize (--shard-size on the command line)");
-            }
-            if (progress == null) {
-                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
-            }
-            if (vocabulary != null && vocabulary.genes().isEmpty()) {
-                throw new MemfitException("optVocabulary: an empty vocabulary (--vocab [] on the command line) gives "
-                        + "cells without a single gene; list at least one gene, or leave it out to keep the input's genes");
-            }
-            ShardPlan.Builder planned = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize)
-                    .optVocabulary(vocabulary).optLayout(layout).optDType(dtype).optLayer(layer).optProgress(progress);
-            planned.optStorage(storage);
-            sources.forEach((input, named) -> {
-                if (named.length > 2) {
-                    planned.optSource(input, named[0], named[1], Long.parseLong(named[2]));
-                } else {
-                    planned.optSource(input, named[0], named[1]);
-                }
-            });
-            return ShardWriter.write(inputs, outputDir, planned, progress);
+            // the inputs are opened and checked (with every setting) before the folder is touched: a file or
+            // settings refused here leave nothing
+            ShardPlan plan = planShards();
+            return ShardWriter.write(inputs, outputDir, plan, progress);
         }
     }
 
-    private static Result write(List<Path> inputs, Path outputDir, ShardPlan.Builder planned, ProgressListener listener) {
-        // the inputs are opened and checked before the folder is touched: a file or settings refused here leave nothing
-        ShardPlan plan = planned.plan();
+    private static Result write(List<Path> inputs, Path outputDir, ShardPlan plan, ProgressListener listener) {
         ShardLayout layout = plan.layout();
         long cells = plan.cells();
         int shards = plan.shards();

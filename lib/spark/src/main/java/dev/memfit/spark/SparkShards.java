@@ -6,7 +6,7 @@ import dev.memfit.ProgressListener;
 import dev.memfit.io.storage.AtomicMove;
 import dev.memfit.io.storage.Folders;
 import dev.memfit.io.storage.OutputLock;
-import dev.memfit.shard.GeneVocabulary;
+import dev.memfit.shard.ShardSettings;
 import dev.memfit.shard.ShardLayout;
 import dev.memfit.shard.ShardPlan;
 import dev.memfit.shard.ShardWriter;
@@ -86,85 +86,21 @@ public final class SparkShards {
         return new Builder();
     }
 
-    /** Configures a conversion; {@link #write(Path)} validates the settings and converts. */
-    public static final class Builder {
+    /**
+     * Configures a conversion: the settings every conversion has ({@link ShardSettings}, progress on the console by
+     * default), and Spark's own (master, session, settings, tasks); {@link #write(Path)} validates them and converts.
+     */
+    public static final class Builder extends ShardSettings<Builder> {
 
-        private List<Path> inputs;
-        private long shardSize = 100_000;
-        private GeneVocabulary vocabulary;
-        private ShardLayout layout;
-        private DType dtype;
-        private String layer = "X";
         private Integer tasks;
         private final SparkSessions spark = new SparkSessions();
-        private ProgressListener progress = ProgressListener.console();
 
         private Builder() {
+            super(ProgressListener.console());
         }
 
-        /**
-         * Sets the files to convert, in order (required): as {@link ShardWriter.Builder#setInputs}.
-         *
-         * @param files one or more {@code .h5ad}, on a file system every executor sees
-         * @return this builder
-         */
-        public Builder setInputs(List<Path> files) {
-            this.inputs = files == null ? null : new ArrayList<>(files);
-            return this;
-        }
-
-        /**
-         * Sets the number of cells per shard (default 100,000).
-         *
-         * @param cells at least 1
-         * @return this builder
-         */
-        public Builder optShardSize(long cells) {
-            this.shardSize = cells;
-            return this;
-        }
-
-        /**
-         * Sets the genes of every shard (default: the inputs' genes), as {@link ShardWriter.Builder#optVocabulary}.
-         *
-         * @param genes the vocabulary, or null
-         * @return this builder
-         */
-        public Builder optVocabulary(GeneVocabulary genes) {
-            this.vocabulary = genes;
-            return this;
-        }
-
-        /**
-         * Sets the layout (default: sparse for a sparse X), as {@link ShardWriter.Builder#optLayout}.
-         *
-         * @param shardLayout the layout, or null
-         * @return this builder
-         */
-        public Builder optLayout(ShardLayout shardLayout) {
-            this.layout = shardLayout;
-            return this;
-        }
-
-        /**
-         * Sets the type of the shards' values (default: the source's), as {@link ShardWriter.Builder#optDType}.
-         *
-         * @param type {@code FLOAT32} (casts a float64 X) or {@code FLOAT64}, or null for the source's
-         * @return this builder
-         */
-        public Builder optDType(DType type) {
-            this.dtype = type;
-            return this;
-        }
-
-        /**
-         * Sets the matrix converted (default {@code X}), as {@link ShardPlan.Builder#optLayer}.
-         *
-         * @param matrix {@code X}, {@code raw/X} or a layer such as {@code counts}
-         * @return this builder
-         */
-        public Builder optLayer(String matrix) {
-            this.layer = matrix;
+        @Override
+        protected Builder self() {
             return this;
         }
 
@@ -217,17 +153,6 @@ public final class SparkShards {
         }
 
         /**
-         * Sets where progress goes (default {@link ProgressListener#console()}), in cells, as tasks finish.
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
-            return this;
-        }
-
-        /**
          * Validates the settings and converts the inputs into a new folder.
          *
          * @param outputDir the shard folder: absent or empty (created if needed)
@@ -242,17 +167,17 @@ public final class SparkShards {
             if (tasks != null && tasks < 1) {
                 throw new MemfitException("optTasks(n) needs n >= 1, got " + tasks);
             }
-            if (progress == null) {
-                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
+            if (readsThroughStorage()) {
+                throw new MemfitException("optStorage/optSource: Spark's executors read local or shared files; convert "
+                        + "inputs in a bucket with ShardWriter (./memfit shard without --engine spark)");
             }
-            // every input opened and checked before the folder is touched
-            ShardPlan plan = ShardPlan.builder().setInputs(inputs).optShardSize(shardSize).optVocabulary(vocabulary)
-                    .optLayout(layout).optDType(dtype).optLayer(layer).optProgress(progress).plan();
-            return SparkShards.write(this, plan, outputDir);
+            // every input opened and checked (with every setting) before the folder is touched
+            ShardPlan plan = planShards();
+            return SparkShards.write(this, progress(), plan, outputDir);
         }
     }
 
-    private static Result write(Builder settings, ShardPlan plan, Path outputDir) {
+    private static Result write(Builder settings, ProgressListener listener, ShardPlan plan, Path outputDir) {
         boolean existed = Files.exists(outputDir);
         boolean done = false;
         try (OutputLock lock = OutputLock.acquireFolder(outputDir)) {
@@ -301,7 +226,7 @@ public final class SparkShards {
             int tasks;
             List<ShardRange> ranges = ranges(plan, settings.tasks != null ? settings.tasks
                     : TASKS_PER_CORE * context.defaultParallelism());
-            try (ProgressListener.Task progress = settings.progress.start("Sharding " + plan.inputs().size()
+            try (ProgressListener.Task progress = listener.start("Sharding " + plan.inputs().size()
                     + " file(s) on Spark", plan.cells(), "cells")) {
                 TaskProgress listener = new TaskProgress(group, ranges, progress);
                 context.sc().addSparkListener(listener);

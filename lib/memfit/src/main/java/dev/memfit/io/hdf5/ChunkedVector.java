@@ -774,11 +774,6 @@ final class ChunkedVector {
      * hits, decodes and decoded bytes, per cache and for the whole process ({@link #processStatistics()}).
      */
     static final class Cache {
-        /** The default bound: 64 MiB of decoded chunks per open file. */
-        static final long DEFAULT_BYTES = 64L << 20;
-        /** The system property that sets the bound, in MiB, for files opened after it is set. */
-        static final String PROPERTY = "memfit.h5ad.chunkCacheMiB";
-
         private static final LongAdder ALL_HITS = new LongAdder();
         private static final LongAdder ALL_DECODES = new LongAdder();
         private static final LongAdder ALL_DECODED_BYTES = new LongAdder();
@@ -799,29 +794,6 @@ final class ChunkedVector {
          */
         Cache(long budget) {
             this.budget = new AtomicLong(budget);
-        }
-
-        /**
-         * The bound set by the system property {@value #PROPERTY} (MiB), else {@link #DEFAULT_BYTES}.
-         *
-         * @return bytes
-         * @throws dev.memfit.MemfitException when the property is not a number of MiB >= 0
-         */
-        static long configuredBytes() {
-            String value = System.getProperty(PROPERTY);
-            if (value == null || value.isBlank()) {
-                return DEFAULT_BYTES;
-            }
-            try {
-                long mib = Long.parseLong(value.trim());
-                if (mib >= 0) {
-                    return mib << 20;
-                }
-            } catch (NumberFormatException e) {
-                // reported below
-            }
-            throw new dev.memfit.MemfitException("-D" + PROPERTY + "=" + value + ": expected the chunk cache size "
-                    + "in MiB, a whole number >= 0 (default " + (DEFAULT_BYTES >> 20) + ")");
         }
 
         /**
@@ -905,7 +877,8 @@ final class ChunkedVector {
          * @return hits, decodes and decoded bytes; the bound is the default of files opened now
          */
         static H5ad.ChunkCacheStatistics processStatistics() {
-            return new H5ad.ChunkCacheStatistics(ALL_HITS.sum(), ALL_DECODES.sum(), ALL_DECODED_BYTES.sum(), configuredBytes());
+            return new H5ad.ChunkCacheStatistics(ALL_HITS.sum(), ALL_DECODES.sum(), ALL_DECODED_BYTES.sum(),
+                    H5ad.DEFAULT_CHUNK_CACHE_BYTES);
         }
     }
 }

@@ -60,7 +60,7 @@ import java.util.Map;
  * refused with an {@link InvalidFileException} naming the dataset; nothing downstream invents or drops names.
  *
  * <p>Chunked datasets (sparse X's arrays, and dense X written with compression or explicit chunks) are read from
- * decoded chunks kept in one cache per open file, bounded by the system property {@code memfit.h5ad.chunkCacheMiB}
+ * decoded chunks kept in one cache per open file, bounded by {@link Builder#optChunkCacheBytes}
  * (default 64 MiB). For a chunked dense X the bound is raised at open to at least two bands of chunks (one chunk
  * row times every chunk column, decoded), so that consecutive row ranges sharing a band decode it once;
  * {@link #forEachChunk} reads whole bands, so a pass decodes every chunk exactly once whatever the bound.
@@ -131,6 +131,9 @@ public final class H5ad implements AnnData {
         return builder().setFile(file).open();
     }
 
+    /** The bound of a file's cache of decoded chunks unless {@link Builder#optChunkCacheBytes} sets another: 64 MiB. */
+    public static final long DEFAULT_CHUNK_CACHE_BYTES = 64L << 20;
+
     /**
      * A reader with settings for a CSC X: {@code H5ad.builder().setFile(f).optProgress(p).optScratch(dir).open()}.
      *
@@ -150,6 +153,7 @@ public final class H5ad implements AnnData {
         private Path scratch;
         private long budget = -1;
         private String layer = "X";
+        private long chunkCacheBytes = DEFAULT_CHUNK_CACHE_BYTES;
 
         private Builder() {
         }
@@ -216,6 +220,19 @@ public final class H5ad implements AnnData {
         }
 
         /**
+         * Sets the bound of the file's cache of decoded chunks (default {@value #DEFAULT_CHUNK_CACHE_BYTES} bytes, 64
+         * MiB), shared by X's arrays; a chunked dense X raises it to two bands of chunks, a block-shuffled loader to its
+         * window ({@link #reserveChunkCache}).
+         *
+         * @param bytes at least 0
+         * @return this builder
+         */
+        public Builder optChunkCacheBytes(long bytes) {
+            this.chunkCacheBytes = bytes;
+            return this;
+        }
+
+        /**
          * Opens the file and checks its layout.
          *
          * @return the reader, to be closed
@@ -229,8 +246,12 @@ public final class H5ad implements AnnData {
                 throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
             }
             long bytes = AnnData.checkSettings(layer, budget);
+            if (chunkCacheBytes < 0) {
+                throw new MemfitException("optChunkCacheBytes(" + chunkCacheBytes + "): the chunk cache bound is at least 0 "
+                        + "bytes (default " + DEFAULT_CHUNK_CACHE_BYTES + ")");
+            }
             H5ad h5ad = H5ad.open(file, AnnData.matrixPath(layer), scratch == null ? CscTranspose.defaultScratch() : scratch,
-                    bytes, progress);
+                    bytes, chunkCacheBytes, progress);
             try {
                 h5ad.checkFrame("obs", h5ad.observations, "n_obs");
                 h5ad.checkFrame(h5ad.varFrame, h5ad.variables, "n_vars");
@@ -368,14 +389,15 @@ public final class H5ad implements AnnData {
         return "AnnData .h5ad";
     }
 
-    private static H5ad open(Path file, String matrix, Path scratch, long budget, ProgressListener listener) {
-        H5ad h5ad = openMatrix(file, matrix, scratch, budget, listener);
+    private static H5ad open(Path file, String matrix, Path scratch, long budget, long cacheBytes, ProgressListener listener) {
+        H5ad h5ad = openMatrix(file, matrix, scratch, budget, cacheBytes, listener);
         h5ad.layer = matrix;
         h5ad.varFrame = matrix.equals("raw/X") ? "raw/var" : "var";
         return h5ad;
     }
 
-    private static H5ad openMatrix(Path file, String matrix, Path scratch, long budget, ProgressListener listener) {
+    private static H5ad openMatrix(Path file, String matrix, Path scratch, long budget, long cacheBytes,
+                                   ProgressListener listener) {
         if (!java.nio.file.Files.isRegularFile(file)) {
             throw new InvalidFileException(file, -1, "an .h5ad file", java.nio.file.Files.isDirectory(file) ? "a directory"
                     : java.nio.file.Files.exists(file) ? "not a regular file" : "no such file");
@@ -393,7 +415,7 @@ public final class H5ad implements AnnData {
         String node = "/";
         try {
             // decoded chunks of X/data, X/indices and X/indptr, shared: one bound for the whole file
-            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.configuredBytes());
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(cacheBytes);
             String encoding = stringAttribute(hdf, "encoding-type");
             Node x = hdf.getChildren().get("X");
             node = "/X";

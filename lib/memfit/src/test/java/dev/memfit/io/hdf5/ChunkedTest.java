@@ -199,7 +199,7 @@ class ChunkedTest {
             try (HdfFile hdf = new HdfFile(file); Arena arena = Arena.ofConfined();
                  FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
                 MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
-                ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+                ChunkedVector.Cache cache = new ChunkedVector.Cache(H5ad.DEFAULT_CHUNK_CACHE_BYTES);
                 List<String> kinds = new ArrayList<>();
                 for (String dataset : List.of("data", "indices", "indptr")) {
                     ChunkedVector vector = new ChunkedVector(file, hdf, mapping, (Dataset) hdf.getByPath("X/" + dataset), cache);
@@ -226,7 +226,7 @@ class ChunkedTest {
         try (HdfFile hdf = new HdfFile(file); Arena arena = Arena.ofConfined();
              FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
-            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(H5ad.DEFAULT_CHUNK_CACHE_BYTES);
             for (String dataset : List.of("lzf", "lzfshuffle", "gzip", "holes", "rawholes")) {
                 check(file, hdf, mapping, cache, dataset, random);
             }
@@ -243,7 +243,7 @@ class ChunkedTest {
              FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             assertEquals(512, hdf.getUserBlockSize());
             MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
-            ChunkedVector.Cache cache = new ChunkedVector.Cache(ChunkedVector.Cache.DEFAULT_BYTES);
+            ChunkedVector.Cache cache = new ChunkedVector.Cache(H5ad.DEFAULT_CHUNK_CACHE_BYTES);
             for (String dataset : List.of("raw", "gzip")) {
                 check(file, hdf, mapping, cache, dataset, new Random(9));
             }

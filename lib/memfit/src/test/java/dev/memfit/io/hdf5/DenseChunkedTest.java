@@ -281,24 +281,19 @@ class DenseChunkedTest {
     }
 
     @Test
-    void theCacheBoundIsASystemProperty() {
-        String before = System.getProperty(ChunkedVector.Cache.PROPERTY);
-        try {
-            System.setProperty(ChunkedVector.Cache.PROPERTY, "1");
-            try (H5ad h5ad = H5ad.open(dir.resolve("csr64-empty-rows.h5ad"))) {
-                assertEquals(1L << 20, h5ad.chunkCacheStatistics().budgetBytes());
-            }
-            System.setProperty(ChunkedVector.Cache.PROPERTY, "lots");
-            dev.memfit.MemfitException e = assertThrows(dev.memfit.MemfitException.class,
-                    () -> H5ad.open(dir.resolve("csr64-empty-rows.h5ad")));
-            assertTrue(e.getMessage().contains("-Dmemfit.h5ad.chunkCacheMiB=lots: expected the chunk cache size in MiB"),
-                    e.getMessage());
-        } finally {
-            if (before == null) {
-                System.clearProperty(ChunkedVector.Cache.PROPERTY);
-            } else {
-                System.setProperty(ChunkedVector.Cache.PROPERTY, before);
-            }
+    void theCacheBoundIsABuilderSetting() {
+        Path file = dir.resolve("csr64-empty-rows.h5ad");
+        try (H5ad h5ad = H5ad.builder().setFile(file).optChunkCacheBytes(1L << 20).open()) {
+            assertEquals(1L << 20, h5ad.chunkCacheStatistics().budgetBytes());
         }
+        try (H5ad h5ad = H5ad.open(file)) {
+            assertEquals(H5ad.DEFAULT_CHUNK_CACHE_BYTES, h5ad.chunkCacheStatistics().budgetBytes());
+        }
+        try (var cells = dev.memfit.io.AnnDataFiles.builder().setFile(file).optChunkCacheBytes(2L << 20).open()) {
+            assertEquals(2L << 20, ((H5ad) cells).chunkCacheStatistics().budgetBytes());
+        }
+        dev.memfit.MemfitException e = assertThrows(dev.memfit.MemfitException.class,
+                () -> H5ad.builder().setFile(file).optChunkCacheBytes(-1).open());
+        assertTrue(e.getMessage().contains("optChunkCacheBytes(-1)"), e.getMessage());
     }
 }
