@@ -400,6 +400,59 @@ class ObjectDatasetsTest {
     }
 
     @Test
+    void theOneDoorOpensEveryFormatInABucketAsTheLocalFile() throws Exception {
+        Path rows = inputs.resolve("door-rows.npy");
+        assertEquals("ok", dev.memfit.PythonPeer.run("""
+                import sys, numpy as np
+                np.save(sys.argv[1], np.arange(600, dtype=np.float32).reshape(150, 4))
+                print('ok')
+                """, rows));
+        server.put(BUCKET, "door/rows.npy", Files.readAllBytes(rows));
+        java.util.Map<String, Path> pairs = new java.util.LinkedHashMap<>();
+        pairs.put("s3://" + BUCKET + "/door/rows.npy", rows);
+        pairs.put("s3://" + BUCKET + "/atlas.h5ad", atlas);
+        pairs.put("s3://" + BUCKET + "/shards/", shards);
+        pairs.put("s3://" + BUCKET + "/particles/particles.star", star);
+        try (ObjectCache cache = cache(64L << 20)) {
+            for (var pair : pairs.entrySet()) {
+                List<float[]> expected;
+                List<long[]> expectedIndices = new ArrayList<>();
+                // in file order: a shard folder in a bucket is shuffled shard by shard, a local one cell by cell
+                try (Loader local = Datasets.open(pair.getValue().toString()).optBatchSize(7).build()) {
+                    expected = epoch(local, 0, expectedIndices);
+                }
+                List<Access> accesses = pair.getKey().endsWith(".npy")
+                        ? List.of(Access.lazy(2), Access.staged(), Access.inMemory()) : List.of(Access.lazy(2));
+                for (Access access : accesses) {
+                    if (!pair.getKey().endsWith(".npy") && !pair.getKey().endsWith(".star")) {
+                        access = null;   // AnnData and shards in a bucket are read one way
+                    }
+                    LoaderBuilder door = Datasets.open(pair.getKey()).optCache(cache).optBatchSize(7);
+                    if (access != null) {
+                        door.optAccess(access);
+                    }
+                    try (Loader remote = door.build()) {
+                        List<long[]> indices = new ArrayList<>();
+                        List<float[]> got = epoch(remote, 0, indices);
+                        assertEquals(expected.size(), got.size(), pair.getKey());
+                        for (int b = 0; b < got.size(); b++) {
+                            assertArrayEquals(expectedIndices.get(b), indices.get(b), pair.getKey() + " " + access + " batch " + b);
+                            assertArrayEquals(expected.get(b), got.get(b), pair.getKey() + " " + access + " batch " + b);
+                        }
+                    }
+                }
+            }
+            dev.memfit.MemfitException shardsOneWay = assertThrows(dev.memfit.MemfitException.class,
+                    () -> Datasets.open("s3://" + BUCKET + "/shards/").optCache(cache).optAccess(Access.inMemory()).build());
+            assertTrue(shardsOneWay.getMessage().contains("read one way"), shardsOneWay.getMessage());
+            dev.memfit.MemfitException stagedStacks = assertThrows(dev.memfit.MemfitException.class,
+                    () -> Datasets.open("s3://" + BUCKET + "/particles/particles.star").optCache(cache)
+                            .optAccess(Access.staged()).build());
+            assertTrue(stagedStacks.getMessage().contains("particles.star"), stagedStacks.getMessage());
+        }
+    }
+
+    @Test
     void aStarListingInABucketReadsItsStacksFromTheSameBucket() {
         try (ObjectCache cache = cache(64L << 20);
              Loader remote = Datasets.particles("s3://" + BUCKET + "/particles/particles.star").optCache(cache).lazy(3)

@@ -121,26 +121,156 @@ public final class Datasets {
     }
 
     /**
-     * Any path in a format memfit reads, recognised by {@link Formats#detect}, loaded the way that suits the format:
-     * a {@code .npy} memory-mapped, particle stacks and listings lazily on 4 threads, a packed HDF5 file or a folder of
-     * {@code .npy} samples lazily, a shard folder through its {@link ShardStore}, the cells of an {@code .h5ad} or an
-     * AnnData {@code .zarr} store where they lie ({@link #h5ad(Path)}; stream a large one with
-     * {@link LoaderBuilder#optBlockShuffle}). For another choice, use the format's own entry point ({@link #npy},
-     * {@link #particles}, {@link #records}, {@link #shards}, {@link #h5ad}).
+     * The one door: any path in a format memfit reads, recognised by {@link Formats#detect}, as a loader whose access
+     * ({@link LoaderBuilder#optAccess}), order, batches and threads are set on the one builder. Without
+     * {@code optAccess} each format is read the way that suits it: a {@code .npy} memory-mapped, particle stacks and
+     * listings lazily on 4 threads, a packed HDF5 file or a folder of {@code .npy} samples lazily, a shard folder
+     * through its {@link ShardStore}, the cells of an {@code .h5ad} or an AnnData {@code .zarr} store where they lie
+     * (stream a large one with {@link LoaderBuilder#optBlockShuffle}). Formats with settings of their own keep their
+     * entry ({@link #particles} for a data folder, {@link #records} for an index of your own).
+     *
+     * <pre>{@code
+     * try (Loader loader = Datasets.open(path).optAccess(Access.inMemory()).optBatchSize(256).optShuffle(42).build()) { ... }
+     * }</pre>
      *
      * @param path a file or folder
      * @return the loader settings
      * @throws MemfitException for formats memfit does not read
      */
     public static LoaderBuilder open(Path path) {
-        return switch (Formats.detect(path)) {
-            case NPY -> npy(path).mapped();
-            case MRC, STACK_LIST, STAR, CRYOSPARC -> particles(path).lazy(4);
-            case PACKED_HDF5 -> new RecordDataset(() -> PackedFile.open(path)).lazy(4);
-            case NPY_FOLDER -> new RecordDataset(() -> FileSet.open(path)).lazy(4);
-            case SHARDS -> shards(path);
-            case H5AD, ANNDATA_ZARR -> annData(path);
+        Formats.Format format = Formats.detect(path);
+        boolean annData = format == Formats.Format.H5AD || format == Formats.Format.ANNDATA_ZARR;
+        return new LoaderBuilder(settings -> openLocal(path, format, settings), true, annData, false, true);
+    }
+
+    /**
+     * The one door, for a local path or an object address ({@code s3://bucket/x.npy}, {@code gs://...}): a local path
+     * as {@link #open(Path)}; an object by its name, read through a verified local cache
+     * ({@link LoaderBuilder#optCache}): a {@code .npy} lazily in blocks ({@code Access.staged()} or {@code mapped()}:
+     * staged whole, then mapped; {@code inMemory()}), particle stacks and listings ({@code .mrcs}, {@code .star},
+     * {@code .cs}, {@code .txt}) lazily, an {@code .h5ad} staged whole, a {@code .zarr} store chunk by chunk, and any
+     * other address as a shard folder, shard by shard.
+     *
+     * @param pathOrUri a local path or an object address
+     * @return the loader settings
+     */
+    public static LoaderBuilder open(String pathOrUri) {
+        if (!ObjectUri.isObject(pathOrUri)) {
+            return open(Path.of(pathOrUri));
+        }
+        ObjectUri object = ObjectUri.parse(pathOrUri);
+        String name = object.key().toLowerCase(java.util.Locale.ROOT);
+        if (name.endsWith(".h5ad") || AnnDataFiles.isZarrName(object.key())) {
+            return annData(object);
+        }
+        boolean npy = name.endsWith(".npy");
+        boolean particles = name.endsWith(".mrcs") || name.endsWith(".mrc") || name.endsWith(".star")
+                || name.endsWith(".cs") || name.endsWith(".txt");
+        if (!npy && !particles) {
+            // a shard folder, read shard by shard through the cache (kept open by its caller when given)
+            return new LoaderBuilder(settings -> {
+                checkAccess(settings.access(), pathOrUri + " (a shard folder in a bucket, read shard by shard)");
+                return settings.cache() != null
+                        ? ObjectShardStore.builder().setFolder(object).setCache(settings.cache()).build()
+                        : ObjectShardStore.builder().setFolder(object).setCache(ObjectCache.fromEnvironment())
+                                .optCloseCache(true).build();
+            }, true, false, true, true);
+        }
+        return new LoaderBuilder(settings -> {
+            Access access = settings.access();
+            boolean inMemory = access instanceof Access.InMemory;
+            int threads = access instanceof Access.Lazy lazy ? lazy.threads() : 4;
+            if (npy) {
+                NpyDataset rows = new NpyDataset(object);
+                if (settings.cache() != null) {
+                    rows.optCache(settings.cache());
+                }
+                boolean whole = access instanceof Access.Staged || access instanceof Access.Mapped;
+                return (inMemory ? rows.inMemory() : whole ? rows.mapped() : rows.lazy(threads)).openSource();
+            }
+            if (access instanceof Access.Staged || access instanceof Access.Mapped) {
+                throw new MemfitException(pathOrUri + ": particle stacks in a bucket are read in blocks through the "
+                        + "cache (Access.lazy(n), the default) or into memory (Access.inMemory()), not " + access);
+            }
+            ParticleDataset stacks = new ParticleDataset(object);
+            if (settings.cache() != null) {
+                stacks.optCache(settings.cache());
+            }
+            return (inMemory ? stacks.eager() : stacks.lazy(threads)).openSource();
+        }, true, false, true, true);
+    }
+
+    /** A local path opened the way its access says (or its format's default). */
+    private static SampleSource openLocal(Path path, Formats.Format format, LoaderBuilder.FormatSettings settings) {
+        Access access = settings.access();
+        if (access instanceof Access.Staged) {
+            throw new MemfitException(path + ": Access.staged() is for an object in a bucket (s3://, gs://); a local file "
+                    + "is read where it is");
+        }
+        boolean inMemory = access instanceof Access.InMemory;
+        int threads = access instanceof Access.Lazy lazy ? lazy.threads() : 4;
+        return switch (format) {
+            case NPY -> inMemory ? dev.memfit.source.NpySource.inMemory(path) : dev.memfit.source.NpySource.mapped(path);
+            case MRC, STACK_LIST, STAR, CRYOSPARC -> records(particles(path), inMemory, threads);
+            case PACKED_HDF5 -> records(new RecordDataset(() -> PackedFile.open(path)), inMemory, threads);
+            case NPY_FOLDER -> records(new RecordDataset(() -> FileSet.open(path)), inMemory, threads);
+            case SHARDS -> {
+                if (!inMemory) {
+                    yield ShardStore.open(path);
+                }
+                try (ShardStore store = ShardStore.open(path)) {
+                    yield ArraySource.copyOf(store.describe(), store, steps -> { });
+                }
+            }
+            case H5AD, ANNDATA_ZARR -> {
+                dev.memfit.source.AnnDataSource cells = annDataSource(path, settings);
+                if (!inMemory) {
+                    yield cells;
+                }
+                try (cells) {
+                    yield inMemory(cells, path.getFileName().toString());
+                }
+            }
         };
+    }
+
+    private static SampleSource records(RecordDataset records, boolean inMemory, int threads) {
+        return (inMemory ? records.eager() : records.lazy(threads)).openSource();
+    }
+
+    private static void checkAccess(Access access, String what) {
+        if (access != null) {
+            throw new MemfitException(what + " is read one way; optAccess(" + access + ") does not apply");
+        }
+    }
+
+    /**
+     * Every cell of AnnData as dense rows in native memory, in X's float type; refused when they would take more than
+     * this machine's memory.
+     */
+    private static ArraySource inMemory(dev.memfit.source.AnnDataSource cells, String name) {
+        long bytes = cells.totalBytes();
+        long machine = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getTotalMemorySize();
+        if (machine > 0 && bytes > machine) {
+            throw new MemfitException(cells.describe() + ": X as dense rows needs " + bytes + " bytes, more than the "
+                    + machine + " bytes of memory of this machine; read it where it lies (Access.mapped(), the default) "
+                    + "or convert it with ./memfit shard");
+        }
+        ArraySource rows = ArraySource.allocate(name, cells.size(), cells.sampleShape(), cells.dtype());
+        try {
+            long rowBytes = cells.sampleBytes();
+            int block = (int) Math.max(1, Math.min(cells.size(), (64L << 20) / Math.max(1, rowBytes)));
+            for (long first = 0; first < cells.size(); first += block) {
+                int count = (int) Math.min(block, cells.size() - first);
+                long[] indices = java.util.stream.LongStream.range(first, first + count).toArray();
+                cells.readBatch(indices, rows.data().asSlice(first * rowBytes, count * rowBytes));
+            }
+            return rows;
+        } catch (RuntimeException e) {
+            rows.close();
+            throw e;
+        }
     }
 
     /**
@@ -233,8 +363,13 @@ public final class Datasets {
     }
 
     private static LoaderBuilder annData(Path file) {
-        return new LoaderBuilder(settings -> new dev.memfit.source.AnnDataSource(dev.memfit.io.AnnDataFiles.builder()
-                .setFile(file).optLayer(settings.layer()).optChunkCacheBytes(settings.chunkCacheBytes()).open(), cellsOf(file.toString(), settings.layer())), true, true, false);
+        Formats.Format format = AnnDataFiles.isZarr(file) ? Formats.Format.ANNDATA_ZARR : Formats.Format.H5AD;
+        return new LoaderBuilder(settings -> openLocal(file, format, settings), true, true, false, true);
+    }
+
+    private static dev.memfit.source.AnnDataSource annDataSource(Path file, LoaderBuilder.FormatSettings settings) {
+        return new dev.memfit.source.AnnDataSource(AnnDataFiles.builder().setFile(file).optLayer(settings.layer())
+                .optChunkCacheBytes(settings.chunkCacheBytes()).open(), cellsOf(file.toString(), settings.layer()));
     }
 
     /** What an AnnData loader reads, for descriptions: the file, and the matrix unless it is X. */
@@ -244,6 +379,10 @@ public final class Datasets {
 
     private static LoaderBuilder annData(ObjectUri object) {
         return new LoaderBuilder(settings -> {
+            if (settings.access() instanceof Access.InMemory || settings.access() instanceof Access.Lazy) {
+                throw new MemfitException(object + ": AnnData in a bucket is read staged (an .h5ad) or chunk by chunk (a "
+                        + ".zarr store); optAccess(" + settings.access() + ") does not apply");
+            }
             ObjectCache cache = settings.cache();
             if (dev.memfit.io.AnnDataFiles.isZarrName(object.key())) {
                 // a zarr store: its chunks read through the cache as batches need them; the cache kept open until the
@@ -270,7 +409,7 @@ public final class Datasets {
                 staged.close();
                 throw ObjectCache.aboutObject(e, staged.file(), object);
             }
-        }, true, true, true);
+        }, true, true, true, true);
     }
 
     /**

@@ -24,6 +24,10 @@ public final class LoaderBuilder {
     /** What the opener reads: AnnData has layers; an object in a bucket has a cache. */
     private final boolean layered;
     private final boolean inBucket;
+    /** Whether the opener reads a path in a format it recognised, and so can open it any way ({@link #optAccess}). */
+    private final boolean accessible;
+    private Access access;
+    private boolean threadsSet;
     private String layer;
     private dev.memfit.io.cloud.ObjectCache cache;
     private long chunkCacheBytes = dev.memfit.io.hdf5.H5ad.DEFAULT_CHUNK_CACHE_BYTES;
@@ -40,7 +44,7 @@ public final class LoaderBuilder {
     private java.nio.file.Path subsetFile;
 
     LoaderBuilder(Supplier<SampleSource> opener, boolean ownsSource) {
-        this(settings -> opener.get(), ownsSource, false, false);
+        this(settings -> opener.get(), ownsSource, false, false, false);
     }
 
     /**
@@ -49,14 +53,40 @@ public final class LoaderBuilder {
      */
     LoaderBuilder(java.util.function.Function<FormatSettings, SampleSource> opener, boolean ownsSource, boolean layered,
                   boolean inBucket) {
+        this(opener, ownsSource, layered, inBucket, false);
+    }
+
+    /** As above, for the one door ({@link Datasets#open}): {@code accessible} allows {@link #optAccess}. */
+    LoaderBuilder(java.util.function.Function<FormatSettings, SampleSource> opener, boolean ownsSource, boolean layered,
+                  boolean inBucket, boolean accessible) {
         this.opener = opener;
         this.ownsSource = ownsSource;
         this.layered = layered;
         this.inBucket = inBucket;
+        this.accessible = accessible;
     }
 
     /** The settings only some formats have, handed to the opener when the loader is built. */
-    record FormatSettings(String layer, dev.memfit.io.cloud.ObjectCache cache, long chunkCacheBytes) {
+    record FormatSettings(String layer, dev.memfit.io.cloud.ObjectCache cache, long chunkCacheBytes, Access access) {
+    }
+
+    /**
+     * How the samples are reached (default: what suits the format, see {@link Access}): in memory, mapped, lazily by
+     * threads, or staged from a bucket. {@code Access.lazy(n)} also gives the loader {@code n} reader threads unless
+     * {@link #optThreads} sets them, when the source has no readers of its own.
+     *
+     * @param how the access
+     * @return this builder
+     * @throws MemfitException for samples opened already ({@link Datasets#of}, a format's own entry such as
+     *         {@link Datasets#npy}, which chose already)
+     */
+    public LoaderBuilder optAccess(Access how) {
+        if (!accessible) {
+            throw new MemfitException("optAccess(" + how + "): these samples are opened one way already; open the path "
+                    + "with Datasets.open(pathOrUri) to choose how");
+        }
+        this.access = java.util.Objects.requireNonNull(how, "access; leave optAccess out for the format's default");
+        return this;
     }
 
     /**
@@ -216,6 +246,7 @@ public final class LoaderBuilder {
      */
     public LoaderBuilder optThreads(int count) {
         this.threads = count;
+        this.threadsSet = true;
         return this;
     }
 
@@ -281,7 +312,7 @@ public final class LoaderBuilder {
         if (threads < 0 || threads > 1024) {
             throw new MemfitException("threads must be in [0, 1024], got " + threads);
         }
-        SampleSource opened = opener.apply(new FormatSettings(layer == null ? "X" : layer, cache, chunkCacheBytes));
+        SampleSource opened = opener.apply(settings());
         SampleSource source = opened;
         Loader loader;
         try {
@@ -308,7 +339,10 @@ public final class LoaderBuilder {
                 keepWindowDecoded(cells, chosen);
             }
             DType output = convertTo == null ? source.dtype() : convertTo;
-            loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, threads, output));
+            // Access.lazy(n): the loader's threads read when the source has no readers of its own
+            int readers = access instanceof Access.Lazy lazy && !threadsSet && !(opened instanceof dev.memfit.source.LazySource)
+                    ? lazy.threads() : threads;
+            loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, readers, output));
         } catch (RuntimeException e) {
             if (ownsSource) {
                 opened.close();
@@ -316,6 +350,20 @@ public final class LoaderBuilder {
             throw e;
         }
         return loader.resumingFrom(resumeFrom);
+    }
+
+    /** The format settings the opener gets. */
+    private FormatSettings settings() {
+        return new FormatSettings(layer == null ? "X" : layer, cache, chunkCacheBytes, access);
+    }
+
+    /**
+     * Opens the source with this builder's format settings, for a builder that delegates to this one.
+     *
+     * @return the source, owned by the caller
+     */
+    SampleSource openSource() {
+        return opener.apply(settings());
     }
 
     /**

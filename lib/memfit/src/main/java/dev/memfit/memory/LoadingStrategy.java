@@ -1,22 +1,15 @@
 package dev.memfit.memory;
 
-import ai.djl.ndarray.types.Shape;
-import dev.memfit.DType;
 import dev.memfit.MemfitException;
+import dev.memfit.data.Access;
 import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderBuilder;
 import dev.memfit.io.Formats;
-import dev.memfit.io.AnnDataFiles;
-import dev.memfit.io.anndata.AnnData;
-import dev.memfit.io.hdf5.PackedFile;
-import dev.memfit.io.npy.FileSet;
 import dev.memfit.sample.DistributedShardSampler;
 import dev.memfit.sample.Subsets;
 import dev.memfit.shard.ShardStore;
-import dev.memfit.source.ArraySource;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Locale;
 
@@ -154,47 +147,8 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            return switch (Formats.detect(path)) {
-                case NPY -> Datasets.npy(path).inMemory();
-                case MRC, STACK_LIST, STAR, CRYOSPARC -> Datasets.particles(path).eager();
-                case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).eager();
-                case NPY_FOLDER -> Datasets.records(FileSet.open(path)).eager();
-                case SHARDS -> Datasets.owned(() -> {
-                    try (ShardStore store = ShardStore.open(path)) {
-                        return ArraySource.copyOf(store.describe(), store, steps -> { });
-                    }
-                });
-                case H5AD, ANNDATA_ZARR -> Datasets.owned(() -> readDense(path));
-            };
-        }
-
-        private static ArraySource readDense(Path file) {
-            try (AnnData h5ad = AnnDataFiles.open(file)) {
-                long cells = h5ad.observations();
-                long rowBytes = h5ad.variables() * Float.BYTES;
-                long dense = Math.multiplyExact(cells, rowBytes);
-                Advice.Machine machine = Advice.Machine.current();
-                long available = machine.availableRam();
-                if (available > 0 && dense > available) {
-                    throw new MemfitException(file + ": X as dense float32 needs " + MemoryEstimator.human(dense)
-                            + ", more than the " + machine.ramText() + " of memory available; stream it "
-                            + "(LoadingStrategy.streaming().loader(file)) or convert it with ./memfit shard");
-                }
-                ArraySource rows = ArraySource.allocate(file.getFileName().toString(), cells,
-                        new Shape(h5ad.variables()), DType.FLOAT32);
-                int block = (int) Math.max(1, Math.min(cells, (64L << 20) / Math.max(1, rowBytes)));
-                try {
-                    for (long first = 0; first < cells; first += block) {
-                        int count = (int) Math.min(block, cells - first);
-                        MemorySegment into = rows.data().asSlice(first * rowBytes, count * rowBytes);
-                        h5ad.readRows(first, count, into);
-                    }
-                    return rows;
-                } catch (RuntimeException e) {
-                    rows.close();
-                    throw e;
-                }
-            }
+            // an AnnData X as dense rows, a shard folder copied, records read: Datasets.open's in-memory access
+            return Datasets.open(path).optAccess(Access.inMemory());
         }
     }
 
@@ -209,7 +163,7 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             // AnnData too: an uncompressed .h5ad is read from its mapping, a compressed one through its chunk cache
-            return Datasets.open(path);
+            return Datasets.open(path).optAccess(Access.mapped());
         }
     }
 
@@ -238,14 +192,7 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            return switch (Formats.detect(path)) {
-                case NPY -> Datasets.npy(path).mapped().optThreads(threads);
-                case MRC, STACK_LIST, STAR, CRYOSPARC -> Datasets.particles(path).lazy(threads);
-                case PACKED_HDF5 -> Datasets.records(PackedFile.open(path)).lazy(threads);
-                case NPY_FOLDER -> Datasets.records(FileSet.open(path)).lazy(threads);
-                case SHARDS -> Datasets.shards(path).optThreads(threads);
-                case H5AD, ANNDATA_ZARR -> Datasets.h5ad(path).optThreads(threads);
-            };
+            return Datasets.open(path).optAccess(Access.lazy(threads));
         }
     }
 
