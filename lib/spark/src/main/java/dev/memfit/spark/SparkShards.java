@@ -190,7 +190,7 @@ public final class SparkShards {
             Path staging = outputDir.resolve(STAGING_PREFIX + UUID.randomUUID());
             try {
                 Files.createDirectory(staging);
-                Result result = run(settings, plan, outputDir, staging);
+                Result result = run(settings, listener, plan, outputDir, staging);
                 done = true;
                 return result;
             } finally {
@@ -215,7 +215,7 @@ public final class SparkShards {
         }
     }
 
-    private static Result run(Builder settings, ShardPlan plan, Path outputDir, Path staging) throws IOException {
+    private static Result run(Builder settings, ProgressListener bar, ShardPlan plan, Path outputDir, Path staging) throws IOException {
         try (SparkSessions.Use use = settings.spark.use("memfit shard")) {
             JavaSparkContext context = JavaSparkContext.fromSparkContext(use.spark().sparkContext());
             String group = "memfit-shard-" + UUID.randomUUID();
@@ -226,7 +226,7 @@ public final class SparkShards {
             int tasks;
             List<ShardRange> ranges = ranges(plan, settings.tasks != null ? settings.tasks
                     : TASKS_PER_CORE * context.defaultParallelism());
-            try (ProgressListener.Task progress = listener.start("Sharding " + plan.inputs().size()
+            try (ProgressListener.Task progress = bar.start("Sharding " + plan.inputs().size()
                     + " file(s) on Spark", plan.cells(), "cells")) {
                 TaskProgress listener = new TaskProgress(group, ranges, progress);
                 context.sc().addSparkListener(listener);
