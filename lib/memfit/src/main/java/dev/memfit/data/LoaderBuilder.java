@@ -180,6 +180,13 @@ public final class LoaderBuilder {
      * @param seed the seed
      * @return this builder
      */
+    public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor, long seed) {
+        this.blockShuffle = new int[]{blockSize, fetchFactor};
+        this.seed = seed;
+        this.sampler = null;
+        return this;
+    }
+
     /**
      * Visits samples block-shuffled, as {@link #optBlockShuffle(int, int, long)} does, with the seed of
      * {@link #optShuffle(long)} (0 when none is set).
@@ -190,13 +197,6 @@ public final class LoaderBuilder {
      */
     public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor) {
         this.blockShuffle = new int[]{blockSize, fetchFactor};
-        this.sampler = null;
-        return this;
-    }
-
-    public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor, long seed) {
-        this.blockShuffle = new int[]{blockSize, fetchFactor};
-        this.seed = seed;
         this.sampler = null;
         return this;
     }
