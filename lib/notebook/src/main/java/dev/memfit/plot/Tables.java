@@ -8,7 +8,15 @@ import tech.tablesaw.api.StringColumn;
 import tech.tablesaw.api.Table;
 import tech.tablesaw.columns.Column;
 
+import tech.tablesaw.columns.numbers.NumberColumnFormatter;
+
 import java.lang.reflect.RecordComponent;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.text.FieldPosition;
+import java.text.NumberFormat;
+import java.text.ParsePosition;
+import java.util.Locale;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -51,6 +59,7 @@ public final class Tables {
         if (type == double.class || type == float.class || type == Double.class || type == Float.class) {
             DoubleColumn column = DoubleColumn.create(name);
             rows.forEach(row -> column.append(((Number) value(component, row)).doubleValue()));
+            column.setPrintFormatter(new NumberColumnFormatter(new Readable()));
             return column;
         }
         if (type == long.class || type == Long.class) {
@@ -71,6 +80,38 @@ public final class Tables {
         StringColumn column = StringColumn.create(name);
         rows.forEach(row -> column.append(String.valueOf(value(component, row))));
         return column;
+    }
+
+    /**
+     * Measured numbers as people read them: thousands grouped without decimals from 1,000 up, three decimals at most
+     * from 1 up, four significant digits below (0.0001234), never a float's full 17 digits.
+     */
+    static final class Readable extends NumberFormat {
+        @Override
+        public StringBuffer format(double number, StringBuffer to, FieldPosition position) {
+            double magnitude = Math.abs(number);
+            if (Double.isNaN(number) || Double.isInfinite(number)) {
+                return to.append(number);
+            }
+            if (magnitude >= 1000) {
+                return to.append(String.format(Locale.ROOT, "%,.0f", number));
+            }
+            if (magnitude >= 1 || number == 0) {
+                return to.append(new BigDecimal(String.format(Locale.ROOT, "%.3f", number)).stripTrailingZeros()
+                        .toPlainString());
+            }
+            return to.append(new BigDecimal(number).round(new MathContext(4)).stripTrailingZeros().toPlainString());
+        }
+
+        @Override
+        public StringBuffer format(long number, StringBuffer to, FieldPosition position) {
+            return to.append(String.format(Locale.ROOT, "%,d", number));
+        }
+
+        @Override
+        public Number parse(String source, ParsePosition position) {
+            throw new UnsupportedOperationException("a display format");
+        }
     }
 
     private static Object value(RecordComponent component, Record row) {

@@ -36,6 +36,14 @@ class NotebookHelpersTest {
         assertEquals(1L << 40, table.longColumn("bytes").get(0));
         assertEquals("b", table.stringColumn("where").get(1));
         assertThrows(IllegalArgumentException.class, () -> Tables.of("none", List.<Run>of()));
+        // measured numbers printed as people read them, not with a double's 17 digits
+        Table numbers = Tables.of("numbers", List.of(new Run("a", 0.8765088207985144, 0, 0, false, Path.of("a")),
+                new Run("b", 1234567.891, 0, 0, false, Path.of("b")), new Run("c", 0.000123456, 0, 0, false, Path.of("c")),
+                new Run("d", 3.5, 0, 0, false, Path.of("d")), new Run("e", 0, 0, 0, false, Path.of("e"))));
+        assertEquals(List.of("0.8765", "1,234,568", "0.0001235", "3.5", "0"),
+                List.of(numbers.doubleColumn("seconds").getString(0), numbers.doubleColumn("seconds").getString(1),
+                        numbers.doubleColumn("seconds").getString(2), numbers.doubleColumn("seconds").getString(3),
+                        numbers.doubleColumn("seconds").getString(4)));
     }
 
     @Test
