@@ -125,6 +125,10 @@ public final class NotebookRunner {
             for (String name : DEFAULT_IMPORTS) {
                 requireDefined(shell, shell.eval("import " + name + ";"), "import " + name);
             }
+            // the kernel's display(...): an image saved as the cell's picture, anything else printed
+            requireDefined(shell, shell.eval("void display(Object shown) { " + NotebookRunner.class.getName()
+                    + ".display(shown); }"), "display(Object)");
+            current = new Displays(out, images);
             int ran = 0;
             for (int index = 0; index < cells.size(); index++) {
                 String source = cells.get(index);
@@ -135,6 +139,7 @@ public final class NotebookRunner {
                 both.printf("---- cell %d ----%n", index);
                 cellText.reset();
                 int imagesBefore = images.size();
+                current.cell = index;
                 String failure;
                 try {
                     failure = runCell(shell, source, index, images);
@@ -207,6 +212,45 @@ public final class NotebookRunner {
         Files.writeString(partial, new com.google.gson.GsonBuilder().setPrettyPrinting().disableHtmlEscaping().serializeNulls().create()
                 .toJson(notebook) + System.lineSeparator());
         Files.move(partial, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /** Where {@link #display} puts what a cell shows: the run going on (one at a time in a JVM). */
+    private static volatile Displays current;
+
+    /** The pictures of the notebook being run, and the cell running. */
+    private static final class Displays {
+        private final Path out;
+        private final List<Path> images;
+        private int cell;
+        private int shown;
+
+        Displays(Path out, List<Path> images) {
+            this.out = out;
+            this.images = images;
+        }
+    }
+
+    /**
+     * What a cell's {@code display(x)} does here, as in the kernel: an image is saved as one of the cell's pictures,
+     * anything else is printed.
+     *
+     * @param shown the value shown
+     * @throws java.io.UncheckedIOException when the image cannot be written
+     */
+    public static void display(Object shown) {
+        Displays displays = current;
+        if (displays != null && shown instanceof java.awt.image.RenderedImage image) {
+            Path png = displays.out.resolve(String.format(Locale.ROOT, "cell-%02d-%d.png", displays.cell, ++displays.shown))
+                    .toAbsolutePath();
+            try {
+                javax.imageio.ImageIO.write(image, "png", png.toFile());
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException("could not write " + png, e);
+            }
+            displays.images.add(png);
+            return;
+        }
+        System.out.println(shown);
     }
 
     /** Runs one cell snippet by snippet; saves its last value when it is an image. Returns a failure, or null. */

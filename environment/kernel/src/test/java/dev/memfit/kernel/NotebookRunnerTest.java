@@ -87,6 +87,19 @@ class NotebookRunnerTest {
     }
 
     @Test
+    void displayShowsAnImageAsAPictureAndAnythingElseAsText(@TempDir Path dir) throws IOException {
+        Path notebook = notebook(dir,
+                "var image = new java.awt.image.BufferedImage(4, 2, java.awt.image.BufferedImage.TYPE_INT_RGB);\n"
+                        + "display(\"a table's text\");\ndisplay(image);\nint after = 1;");
+        NotebookRunner.Result result = run(dir, notebook, new ByteArrayOutputStream());
+        assertNull(result.failure());
+        Path png = dir.resolve("out").resolve("cell-01-1.png").toAbsolutePath();
+        assertEquals(List.of(png), result.images(), "a displayed image is one of the cell's pictures");
+        assertEquals(4, ImageIO.read(png.toFile()).getWidth());
+        assertTrue(Files.readString(dir.resolve("out").resolve("output.txt")).contains("a table's text\n"));
+    }
+
+    @Test
     void stopsAtTheFirstCellThatThrowsAndSaysWhy(@TempDir Path dir) throws IOException {
         Path notebook = notebook(dir,
                 "int n = 2;",
