@@ -159,6 +159,55 @@ public final class Measure {
     }
 
     /**
+     * The memory timeline of a piece of work, device memory included (a GPU's, read through PyTorch).
+     *
+     * @param name the timeline's name, for charts
+     * @param device the device whose memory is sampled too
+     * @param work the work, given the probe to mark its steps on
+     * @return the timeline
+     */
+    public static MemoryTimeline probed(String name, ai.djl.Device device, java.util.function.Consumer<MemoryProbe> work) {
+        try (MemoryProbe probe = MemoryProbe.start(name, SAMPLING, device)) {
+            work.accept(probe);
+            return probe.stop();
+        }
+    }
+
+    /**
+     * How much a quantity grew during a run: its peak less its first sample (such as
+     * {@code Measure.added(run, MemorySample::rssAnon)}: the anonymous memory the run added).
+     *
+     * @param run the timeline
+     * @param quantity what to read from each sample
+     * @return bytes
+     */
+    public static long added(MemoryTimeline run, java.util.function.ToLongFunction<dev.memfit.memory.MemorySample> quantity) {
+        return run.peak(quantity) - quantity.applyAsLong(run.samples().getFirst());
+    }
+
+    /**
+     * The live heap: the least of three readings, each after a full collection (the kernel's own threads allocate now
+     * and then, and a reading taken while their buffers are live would count them).
+     *
+     * @return bytes
+     */
+    public static long liveHeap() {
+        long least = Long.MAX_VALUE;
+        Runtime runtime = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            least = Math.min(least, runtime.totalMemory() - runtime.freeMemory());
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        return least;
+    }
+
+    /**
      * The memory timeline of a piece of work that returns nothing.
      *
      * @param name the timeline's name, for charts

@@ -72,6 +72,11 @@ class NotebookHelpersTest {
             return "done";
         });
         assertEquals("done", probed.value());
+        long grew = Measure.added(probed.timeline(), dev.memfit.memory.MemorySample::heapUsed);
+        assertEquals(probed.timeline().peakHeap() - probed.timeline().samples().getFirst().heapUsed(), grew);
+        var onCpu = Measure.probed("cpu", ai.djl.Device.cpu(), probe -> probe.mark("one"));
+        assertEquals(List.of("one"), onCpu.marks().stream().map(m -> m.label()).toList());
+        assertTrue(Measure.liveHeap() > 0);
         assertTrue(probed.seconds() >= 0.04, "the timeline spans the work: " + probed.seconds());
     }
 
