@@ -170,10 +170,7 @@ public final class Datasets {
             // a shard folder, read shard by shard through the cache (kept open by its caller when given)
             return new LoaderBuilder(settings -> {
                 checkAccess(settings.access(), pathOrUri + " (a shard folder in a bucket, read shard by shard)");
-                return settings.cache() != null
-                        ? ObjectShardStore.builder().setFolder(object).setCache(settings.cache()).build()
-                        : ObjectShardStore.builder().setFolder(object).setCache(ObjectCache.fromEnvironment())
-                                .optCloseCache(true).build();
+                return objectShards(object, settings.cache());
             }, true, false, true, true);
         }
         return new LoaderBuilder(settings -> {
@@ -263,8 +260,7 @@ public final class Datasets {
             int block = (int) Math.max(1, Math.min(cells.size(), (64L << 20) / Math.max(1, rowBytes)));
             for (long first = 0; first < cells.size(); first += block) {
                 int count = (int) Math.min(block, cells.size() - first);
-                long[] indices = java.util.stream.LongStream.range(first, first + count).toArray();
-                cells.readBatch(indices, rows.data().asSlice(first * rowBytes, count * rowBytes));
+                cells.reader().readRows(first, count, rows.data().asSlice(first * rowBytes, count * rowBytes), cells.dtype());
             }
             return rows;
         } catch (RuntimeException e) {
@@ -297,8 +293,13 @@ public final class Datasets {
             return shards(Path.of(pathOrUri));
         }
         ObjectUri folder = ObjectUri.parse(pathOrUri);
-        return new LoaderBuilder(() -> ObjectShardStore.builder().setFolder(folder).setCache(ObjectCache.fromEnvironment())
-                .optCloseCache(true).build(), true);
+        return new LoaderBuilder(() -> objectShards(folder, null), true);
+    }
+
+    /** A shard folder in a bucket through the caller's cache (left open), or through one made for it (closed with it). */
+    private static ObjectShardStore objectShards(ObjectUri folder, ObjectCache cache) {
+        return cache != null ? ObjectShardStore.builder().setFolder(folder).setCache(cache).build()
+                : ObjectShardStore.builder().setFolder(folder).setCache(ObjectCache.fromEnvironment()).optCloseCache(true).build();
     }
 
     /**

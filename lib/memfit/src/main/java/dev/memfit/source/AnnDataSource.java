@@ -82,7 +82,7 @@ public final class AnnDataSource implements SampleSource {
     @Override
     public void read(long index, MemorySegment into) {
         java.util.Objects.checkIndex(index, size());
-        cells.readRows(index, 1, into, new long[]{0}, type);
+        cells.readRows(index, 1, into, type);
     }
 
     /**

@@ -121,7 +121,7 @@ public final class Measure {
      */
     public static double[] epochs(Loader loader, int epochs, MemoryProbe probe) {
         double[] seconds = new double[epochs];
-        long expected = loader.batchesPerEpoch() == 0 ? 0 : -1;
+        long expected = -1;     // the first epoch's count: every later epoch must yield as many
         for (int e = 0; e < epochs; e++) {
             long start = System.nanoTime();
             long samples = 0;
@@ -135,7 +135,7 @@ public final class Measure {
             if (expected < 0) {
                 expected = samples;
             }
-            if (samples != expected || samples == 0 && loader.samples() > 0) {
+            if (samples != expected || samples == 0 && loader.batchesPerEpoch() > 0) {
                 throw new MemfitException(loader.describe() + ": epoch " + (e + 1) + " yielded " + samples
                         + " samples, epoch 1 " + expected);
             }

@@ -1,13 +1,12 @@
 package dev.memfit.plot;
 
 import dev.memfit.Params;
+import dev.memfit.io.storage.Folders;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.stream.Stream;
 
 /**
  * Where a notebook writes its files: a folder under {@code ../build/work} (the parameter {@code work} moves it),
@@ -41,19 +40,11 @@ public final class Workspace {
      * @return the folder, empty
      */
     public static Path fresh(Path folder) {
-        if (Files.exists(folder)) {
-            try (Stream<Path> paths = Files.walk(folder)) {
-                for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.delete(path);
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot empty " + folder, e);
-            }
-        }
         try {
+            Folders.deleteTree(folder);
             return Files.createDirectories(folder);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot create " + folder, e);
+            throw new UncheckedIOException("cannot empty and create " + folder, e);
         }
     }
 }
