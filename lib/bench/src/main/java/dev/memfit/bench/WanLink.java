@@ -207,9 +207,9 @@ public final class WanLink implements AutoCloseable {
             try (Socket server = new Socket(upstream.getHost(), upstream.getPort())) {
                 server.setTcpNoDelay(true);
                 OutputStream upOut = server.getOutputStream();
+                bytesUp.addAndGet(requestHead.length);
                 upOut.write(requestHead);
                 upOut.flush();
-                bytesUp.addAndGet(requestHead.length);
                 // the request body (any framing) flows up beside the response until one side closes
                 threads.submit(() -> pump(in, upOut, up, bytesUp, server));
                 InputStream upIn = new BufferedInputStream(server.getInputStream(), CHUNK);
@@ -219,8 +219,9 @@ public final class WanLink implements AutoCloseable {
                 }
                 SlowStorage.parkUntil(System.nanoTime() + roundTripNanos / 2);
                 byte[] headBytes = responseHead.getBytes(StandardCharsets.ISO_8859_1);
-                out.write(headBytes);
+                // counted before it is sent: a client that has every byte must find them counted
                 bytesDown.addAndGet(headBytes.length);
+                out.write(headBytes);
                 pump(upIn, out, down, bytesDown, null);
             }
         } catch (IOException e) {
@@ -237,9 +238,9 @@ public final class WanLink implements AutoCloseable {
                 if (bucket != null) {
                     SlowStorage.parkUntil(bucket.reserve(n));
                 }
+                counter.addAndGet(n);     // before the write: the receiver may read the chunk before this thread runs on
                 to.write(buffer, 0, n);
                 to.flush();
-                counter.addAndGet(n);
             }
             if (closeAtEnd != null) {
                 closeAtEnd.shutdownOutput();
