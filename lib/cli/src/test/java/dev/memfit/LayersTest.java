@@ -110,7 +110,7 @@ class LayersTest {
     @Test
     void theAwsSdkStaysInMemfitCloud() {
         assertTheLibraryRefersToNone("software/amazon/", "dev/memfit/cloud/");
-        assertAModuleOfOnePackageUsesOnlyTheLibrary(dev.memfit.cloud.S3TransportProvider.class, "memfit-cloud");
+        assertAModuleOfOnePackageUsesOnlyTheLibrary(dev.memfit.cloud.BlockCache.class, "memfit-cloud");
     }
 
     /** Fails naming each reference from a library class to a class whose internal name starts with a prefix. */

@@ -16,7 +16,7 @@ class CoreClassPathTest {
     @Test
     void chartsTablesTheAwsSdkAndSparkAreNotOnTheCoresClassPath() {
         for (String name : List.of("org.knowm.xchart.XYChart", "tech.tablesaw.api.Table",
-                "software.amazon.awssdk.services.s3.S3Client", "dev.memfit.cloud.S3TransportProvider", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
+                "software.amazon.awssdk.services.s3.S3Client", "dev.memfit.cloud.BlockCache", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
                 "org.apache.spark.SparkContext")) {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),
                     name + " is on the core's class path");

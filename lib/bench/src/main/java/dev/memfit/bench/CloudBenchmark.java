@@ -1,5 +1,6 @@
 package dev.memfit.bench;
 
+import dev.memfit.cloud.BlockCache;
 import dev.memfit.MemfitException;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
@@ -8,7 +9,7 @@ import dev.memfit.data.LoaderBuilder;
 import dev.memfit.io.cloud.CacheStatistics;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectInfo;
-import dev.memfit.io.cloud.ObjectStore;
+import dev.memfit.cloud.ObjectStore;
 import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.io.storage.Folders;
 
@@ -236,7 +237,7 @@ public final class CloudBenchmark {
     private static ObjectCache cache(Settings s, ObjectStore store, Path folder, long dataBytes) {
         long blocks = (dataBytes + s.blockBytes() - 1) / s.blockBytes();
         // room for every block with its checksum table and for the staged copy: the cache never evicts here
-        return ObjectCache.builder().setStore(store).setFolder(folder).optBlockBytes(s.blockBytes())
+        return BlockCache.builder().setStore(store).setFolder(folder).optBlockBytes(s.blockBytes())
                 .optParallelRequests(s.parallelRequests())
                 .optLimitBytes(2 * dataBytes + blocks * 4096 + (64L << 20)).build();
     }

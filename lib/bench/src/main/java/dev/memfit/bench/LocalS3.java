@@ -1,7 +1,9 @@
 package dev.memfit.bench;
 
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.cloud.BlockCache;
 import dev.memfit.MemfitException;
-import dev.memfit.io.cloud.ObjectStore;
+import dev.memfit.cloud.ObjectStore;
 import dev.memfit.io.cloud.ObjectUri;
 import dev.memfit.io.storage.Folders;
 
@@ -48,7 +50,7 @@ import java.util.Properties;
  * try (LocalS3 s3 = LocalS3.inFolder(Path.of("build/s3"))) {
  *     s3.createBucket("atlas");
  *     ObjectUri uri = s3.upload(Path.of("cells.npy"), "atlas", "cells.npy");
- *     try (ObjectCache cache = ObjectCache.builder().setStore(s3.store().build()).setFolder(cacheFolder).build()) { ... }
+ *     try (ObjectCache cache = BlockCache.builder().setStore(s3.store().build()).setFolder(cacheFolder).build()) { ... }
  * }
  * }</pre>
  */

@@ -1,5 +1,6 @@
 package dev.memfit.bench;
 
+import dev.memfit.cloud.BlockCache;
 import dev.memfit.PythonPeer;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
@@ -7,7 +8,7 @@ import dev.memfit.data.Loader;
 import dev.memfit.io.cloud.CacheStatistics;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectInfo;
-import dev.memfit.io.cloud.ObjectStore;
+import dev.memfit.cloud.ObjectStore;
 import dev.memfit.io.cloud.ObjectUri;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -76,7 +77,7 @@ class LocalS3WanLinkTest {
             assertEquals(bytes.length, parts.size());
             assertTrue(parts.etag().endsWith("-2"), "two parts of 5 MiB and 3 MiB: " + parts.etag());
         }
-        try (ObjectCache cache = ObjectCache.builder().setStore(s3.store().build()).setFolder(folder.resolve("cache"))
+        try (ObjectCache cache = BlockCache.builder().setStore(s3.store().build()).setFolder(folder.resolve("cache"))
                 .optBlockBytes(1 << 20).build();
              Arena arena = Arena.ofConfined()) {
             MemorySegment all = arena.allocate(bytes.length);
@@ -159,7 +160,7 @@ class LocalS3WanLinkTest {
     void aCacheReadingThroughTheLinkCountsWhatCameOverIt(@TempDir Path cacheFolder) throws Exception {
         ObjectUri uri = s3.upload(npy, BUCKET, "counted.npy");
         try (WanLink link = WanLink.start(s3.endpoint(), Duration.ofMillis(5), 64L << 20);
-             ObjectCache cache = ObjectCache.builder().setStore(s3.store(link.endpoint()).build()).setFolder(cacheFolder)
+             ObjectCache cache = BlockCache.builder().setStore(s3.store(link.endpoint()).build()).setFolder(cacheFolder)
                      .optBlockBytes(1 << 20).optParallelRequests(4).build();
              Arena arena = Arena.ofConfined()) {
             CacheStatistics before = cache.statistics();

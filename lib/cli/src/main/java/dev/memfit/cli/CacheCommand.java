@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
-import dev.memfit.io.cloud.CacheFolder;
+import dev.memfit.cloud.BlockCache;
+import dev.memfit.cloud.CacheFolder;
 import dev.memfit.io.cloud.ObjectCache;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -36,7 +37,7 @@ final class CacheCommand implements Runnable {
         Path dir;
 
         CacheFolder folder() {
-            return CacheFolder.of(dir != null ? dir : ObjectCache.defaultFolder(System.getenv()));
+            return CacheFolder.of(dir != null ? dir : BlockCache.defaultFolder(System.getenv()));
         }
     }
 

@@ -1,11 +1,12 @@
 package dev.memfit.cli;
 
+import dev.memfit.cloud.BlockCache;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -60,8 +61,8 @@ class CacheCommandTest {
         }
     }
 
-    private ObjectCache cache() {
-        return ObjectCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
+    private BlockCache cache() {
+        return BlockCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
                 .optBlockBytes(BLOCK).optLimitBytes(1L << 20).build();
     }
 
@@ -75,7 +76,7 @@ class CacheCommandTest {
 
     @Test
     void lsListsVerifyRemovesADamagedBlockAndClearEmpties() throws Exception {
-        try (ObjectCache cache = cache()) {
+        try (BlockCache cache = cache()) {
             assertArrayEquals(bytes, readAll(cache));
         }
         CliRun ls = CliRun.of("cache", "ls", "--dir", folder.toString());
@@ -98,7 +99,7 @@ class CacheCommandTest {
                 clean.out());
 
         Path damaged;
-        try (ObjectCache cache = cache()) {
+        try (BlockCache cache = cache()) {
             damaged = cache.blockFile(ObjectUri.parse("s3://atlas/cells/x.bin"), 2);
         }
         try (RandomAccessFile file = new RandomAccessFile(damaged.toFile(), "rw")) {
@@ -115,7 +116,7 @@ class CacheCommandTest {
         assertEquals(0, repair.status(), repair.err());
         assertTrue(repair.out().contains("1 bad (removed"), repair.out());
         assertFalse(Files.exists(damaged));
-        try (ObjectCache cache = cache()) {
+        try (BlockCache cache = cache()) {
             assertArrayEquals(bytes, readAll(cache));
             assertEquals(1, cache.statistics().misses(), cache.statistics().toString());
         }

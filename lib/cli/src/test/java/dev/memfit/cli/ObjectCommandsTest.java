@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.PythonPeer;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.shard.ShardWriter;
 import org.junit.jupiter.api.AfterAll;

@@ -3,7 +3,6 @@ package dev.memfit.cloud;
 import dev.memfit.MemfitException;
 import dev.memfit.io.cloud.ObjectChangedException;
 import dev.memfit.io.cloud.ObjectInfo;
-import dev.memfit.io.cloud.ObjectStore;
 import dev.memfit.io.cloud.ObjectUri;
 
 import java.io.IOException;
@@ -49,7 +48,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * The S3 protocol for {@link ObjectStore}, on the AWS SDK: {@code s3://} on AWS or any S3-compatible server,
  * {@code gs://} through Google Cloud Storage's XML API with HMAC keys. Server errors, throttling and dropped
  * connections are retried by the SDK's standard strategy with full-jitter backoff; a body cut mid-way is resumed by a
- * range request for the bytes still missing. Found by {@link ObjectStore} through {@link S3TransportProvider}.
+ * range request for the bytes still missing. Made by {@link ObjectStore} at its first request.
  */
 final class S3Transport implements ObjectStore.Transport {
 
@@ -83,7 +82,7 @@ final class S3Transport implements ObjectStore.Transport {
     }
 
     /** An ETag without the quotes servers put around it. */
-    private static String unquote(String etag) {
+    static String unquote(String etag) {
         if (etag == null) {
             return "";
         }

@@ -1,12 +1,13 @@
 package dev.memfit.data;
 
+import dev.memfit.cloud.BlockCache;
 import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.cloud.CacheStatistics;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import dev.memfit.io.npy.NpyRows;
 import dev.memfit.source.LazySource;
 import dev.memfit.source.Particles;
@@ -92,7 +93,7 @@ class NpyObjectTest {
     }
 
     private ObjectCache cache() {
-        return ObjectCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
+        return BlockCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
                 .optBlockBytes(BLOCK).optLimitBytes(64L << 20).build();
     }
 
@@ -137,11 +138,11 @@ class NpyObjectTest {
     void anEpochInFileOrderThroughACacheOfAFewBlocksDownloadsEachBlockOnce() {
         // 14 blocks of 32 KiB through a cache that holds 2 or 3: the loader's announcements (two batches prefetched)
         // must neither evict blocks fetched ahead and not yet read, nor the block being read
-        long blockOnDisk = BLOCK + 4L * (BLOCK / ObjectCache.PIECE) + 12;
+        long blockOnDisk = BLOCK + 4L * (BLOCK / BlockCache.PIECE) + 12;
         for (int blocks : new int[] {2, 3}) {
             for (int threads : new int[] {1, 3}) {
                 long limit = blocks * blockOnDisk;
-                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                try (ObjectCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                         .setFolder(folder.resolve(blocks + "-blocks-" + threads + "-threads")).optBlockBytes(BLOCK)
                         .optLimitBytes(limit).build();
                      Loader loader = Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(cache).lazy(threads)
@@ -160,9 +161,9 @@ class NpyObjectTest {
     void aShuffledEpochThroughACacheOfAFewBlocksReadsRightAndEndsUnderTheLimit() {
         // random rows over 14 blocks through a cache of 3: blocks are downloaded again (the limit cannot hold what
         // later batches need), but the values are numpy's and the folder is back under its limit once reads are done
-        long blockOnDisk = BLOCK + 4L * (BLOCK / ObjectCache.PIECE) + 12;
+        long blockOnDisk = BLOCK + 4L * (BLOCK / BlockCache.PIECE) + 12;
         long limit = 3 * blockOnDisk;
-        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+        try (ObjectCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                 .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(limit).build();
              Loader loader = Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(cache).lazy(4)
                      .optBatchSize(64).optShuffle(5).build()) {
@@ -186,7 +187,7 @@ class NpyObjectTest {
     @Test
     void aGsObjectReadsThroughTheGcsEndpointWithHmacKeys() {
         // gs:// goes through GCS's S3-compatible XML API: here S3Proxy stands in for storage.googleapis.com
-        try (ObjectCache cache = ObjectCache.builder()
+        try (ObjectCache cache = BlockCache.builder()
                 .setStore(server.store(java.net.URI.create("http://127.0.0.1:9/unused"))
                         .optGcsEndpoint(server.endpoint())
                         .optGcsCredentials(S3TestServer.ACCESS_KEY, S3TestServer.SECRET_KEY).build())
@@ -199,17 +200,17 @@ class NpyObjectTest {
 
     @Test
     void theCacheSettingsComeFromTheEnvironment() {
-        assertEquals(Path.of("/scratch/c"), ObjectCache.defaultFolder(java.util.Map.of("MEMFIT_CACHE_DIR", "/scratch/c",
+        assertEquals(Path.of("/scratch/c"), BlockCache.defaultFolder(java.util.Map.of("MEMFIT_CACHE_DIR", "/scratch/c",
                 "XDG_CACHE_HOME", "/x")));
-        assertEquals(Path.of("/x/memfit/objects"), ObjectCache.defaultFolder(java.util.Map.of("XDG_CACHE_HOME", "/x")));
+        assertEquals(Path.of("/x/memfit/objects"), BlockCache.defaultFolder(java.util.Map.of("XDG_CACHE_HOME", "/x")));
         assertEquals(Path.of(System.getProperty("user.home"), ".cache", "memfit", "objects"),
-                ObjectCache.defaultFolder(java.util.Map.of()));
-        assertEquals(50L << 30, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "50G")));
-        assertEquals(512L << 20, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "512MiB")));
-        assertEquals(1_000_000L, ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "1000000")));
-        assertEquals(10L << 30, ObjectCache.defaultLimit(java.util.Map.of()));
+                BlockCache.defaultFolder(java.util.Map.of()));
+        assertEquals(50L << 30, BlockCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "50G")));
+        assertEquals(512L << 20, BlockCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "512MiB")));
+        assertEquals(1_000_000L, BlockCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "1000000")));
+        assertEquals(10L << 30, BlockCache.defaultLimit(java.util.Map.of()));
         MemfitException bad = assertThrows(MemfitException.class,
-                () -> ObjectCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "lots")));
+                () -> BlockCache.defaultLimit(java.util.Map.of("MEMFIT_CACHE_LIMIT", "lots")));
         assertTrue(bad.getMessage().contains("MEMFIT_CACHE_LIMIT=lots"), bad.getMessage());
     }
 
@@ -264,7 +265,7 @@ class NpyObjectTest {
 
     @Test
     void aMappedObjectLargerThanTheCacheSaysSoAndAMissingOneIsNamed() {
-        try (ObjectCache small = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+        try (ObjectCache small = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                 .setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(objectBytes / 2).build()) {
             RuntimeException tooLarge = assertThrows(RuntimeException.class,
                     () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.npy").optCache(small).mapped().build());

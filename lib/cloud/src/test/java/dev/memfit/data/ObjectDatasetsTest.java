@@ -1,5 +1,6 @@
 package dev.memfit.data;
 
+import dev.memfit.cloud.BlockCache;
 import dev.memfit.MemfitException;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.Formats;
@@ -7,7 +8,7 @@ import dev.memfit.io.cloud.CacheStatistics;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectChangedException;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import dev.memfit.shard.ObjectShardStore;
 import dev.memfit.shard.ShardStore;
 import dev.memfit.shard.ShardWriter;
@@ -165,7 +166,7 @@ class ObjectDatasetsTest {
     }
 
     private ObjectCache cache(long limit) {
-        return ObjectCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
+        return BlockCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(folder)
                 .optBlockBytes(BLOCK).optLimitBytes(limit).build();
     }
 

@@ -1,5 +1,6 @@
 package dev.memfit.data;
 
+import dev.memfit.cloud.BlockCache;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -12,7 +13,7 @@ import dev.memfit.io.anndata.AnnData;
 import dev.memfit.io.cloud.CacheStatistics;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import dev.memfit.prep.Preprocess;
 import dev.memfit.shard.ShardLayout;
 import dev.memfit.shard.ShardWriter;
@@ -79,7 +80,7 @@ class ZarrPipelinesTest {
     }
 
     private ObjectCache cache() {
-        return ObjectCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(work.resolve("cache"))
+        return BlockCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(work.resolve("cache"))
                 .optBlockBytes(64 * 1024).optLimitBytes(256L << 20).build();
     }
 

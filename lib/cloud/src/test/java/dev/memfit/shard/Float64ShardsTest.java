@@ -1,5 +1,6 @@
 package dev.memfit.shard;
 
+import dev.memfit.cloud.BlockCache;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.memfit.DType;
 import dev.memfit.Float64Atlas;
@@ -10,7 +11,7 @@ import dev.memfit.data.Batch;
 import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.io.cloud.ObjectCache;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import dev.memfit.train.CellClassifier;
 import dev.memfit.train.FitResult;
 import org.junit.jupiter.api.BeforeAll;
@@ -254,7 +255,7 @@ class Float64ShardsTest {
                     server.put("lab", "f64/" + file.getFileName(), Files.readAllBytes(file));
                 }
             }
-            try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+            try (ObjectCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                          .setFolder(dir.resolve("cache")).build();
                  ShardStore local = ShardStore.open(folder);
                  Loader loader = Datasets.shards("s3://lab/f64/", cache).optBatchSize(50).optShuffle(1).build();

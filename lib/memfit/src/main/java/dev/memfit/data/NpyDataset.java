@@ -103,7 +103,7 @@ public final class NpyDataset {
     /**
      * Reads rows on demand with a pool of reader threads, as float32: an object in blocks through the cache, a
      * local file from a memory mapping. For objects, a batch's missing blocks are fetched by up to this many readers
-     * at once, within the cache's own limit on parallel requests ({@link ObjectCache.Builder#optParallelRequests}).
+     * at once, within the cache's own limit on parallel requests ({@code BlockCache.Builder.optParallelRequests} in memfit-cloud).
      *
      * @param threads concurrent reads per batch
      * @return the loader settings

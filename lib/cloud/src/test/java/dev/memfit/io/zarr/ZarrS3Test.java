@@ -1,11 +1,12 @@
 package dev.memfit.io.zarr;
 
+import dev.memfit.cloud.BlockCache;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.memfit.MemfitException;
 import dev.memfit.PythonPeer;
 import dev.memfit.io.cloud.ObjectCache;
 import dev.memfit.io.cloud.ObjectUri;
-import dev.memfit.io.cloud.S3TestServer;
+import dev.memfit.cloud.S3TestServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -72,7 +73,7 @@ class ZarrS3Test {
     }
 
     private ObjectCache cache() {
-        return ObjectCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(cacheFolder)
+        return BlockCache.builder().setStore(server.store(server.endpoint()).build()).setFolder(cacheFolder)
                 .optBlockBytes(64 * 1024).optLimitBytes(64L << 20).build();
     }
 

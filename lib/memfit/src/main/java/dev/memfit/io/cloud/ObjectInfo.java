@@ -19,12 +19,4 @@ public record ObjectInfo(ObjectUri uri, long size, String etag) {
     public boolean etagIsMd5() {
         return etag.matches("[0-9a-fA-F]{32}");
     }
-
-    /** The ETag as servers send it: without the surrounding quotes. */
-    static String unquote(String etag) {
-        if (etag == null) {
-            return "";
-        }
-        return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
-    }
 }

@@ -1,10 +1,8 @@
 /**
  * Objects in cloud storage ({@code s3://bucket/key}, and {@code gs://bucket/key} through Google Cloud Storage's
- * S3-compatible XML API) read through a verified local cache.
- *
- * <p>{@link dev.memfit.io.cloud.ObjectStore} talks to the server (HEAD, range GET, LIST, with retries);
- * {@link dev.memfit.io.cloud.ObjectCache} keeps fixed-size blocks of objects on local disk, no byte served before the
- * CRC32C of its piece was checked in that mapping, bounded by a size limit, shared safely by several processes, and
- * is a {@link dev.memfit.io.storage.Storage}, so a reader that takes a storage reads objects through it.
+ * S3-compatible XML API) as the core reads them: their addresses ({@link dev.memfit.io.cloud.ObjectUri}), versions
+ * ({@link dev.memfit.io.cloud.ObjectInfo}) and the {@link dev.memfit.io.cloud.ObjectCache} contract, a
+ * {@link dev.memfit.io.storage.Storage} over a verified local cache. The cache and the S3 client live in the optional
+ * module {@code memfit-cloud} ({@code dev.memfit.cloud}), found by {@link java.util.ServiceLoader}.
  */
 package dev.memfit.io.cloud;

@@ -4,7 +4,6 @@ import dev.memfit.MemfitException;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
-import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -33,19 +32,5 @@ class ObjectUriTest {
                 .contains("s3://bucket/key"));
         assertThrows(MemfitException.class, () -> ObjectUri.parse("s3:///key"));
         assertThrows(MemfitException.class, () -> new ObjectUri("az", "b", "k"));
-    }
-
-    @Test
-    void settingsComeFromTheEnvironmentWithoutPrintingCredentials() {
-        try (ObjectStore store = ObjectStore.builder().optEnvironment(Map.of("AWS_ENDPOINT_URL", "http://127.0.0.1:9",
-                "AWS_REGION", "eu-west-1", "AWS_SECRET_ACCESS_KEY", "hidden-secret")).build()) {
-            assertEquals("http://127.0.0.1:9", store.endpointOf(ObjectUri.parse("s3://b/k")));
-            assertEquals("https://storage.googleapis.com", store.endpointOf(ObjectUri.parse("gs://b/k")));
-            assertEquals("s3 (http://127.0.0.1:9, path-style)", store.describe());
-            assertFalse(store.describe().contains("hidden"));
-        }
-        try (ObjectStore aws = ObjectStore.builder().optEnvironment(Map.of()).build()) {
-            assertEquals("aws:us-east-1", aws.endpointOf(ObjectUri.parse("s3://b/k")));
-        }
     }
 }

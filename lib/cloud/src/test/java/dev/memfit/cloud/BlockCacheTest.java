@@ -1,5 +1,10 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.io.cloud.ObjectInfo;
+import dev.memfit.io.cloud.CacheStatistics;
+import dev.memfit.io.cloud.ObjectChangedException;
 import dev.memfit.MemfitException;
 import dev.memfit.io.storage.Storage;
 import dev.memfit.io.storage.TempFiles;
@@ -37,11 +42,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * hits proven by the statistics, corrupt blocks re-fetched, changed objects reported, the size limit kept, shared
  * folders, clear failures, and faults (503 SlowDown, dropped and cut connections) survived.
  */
-class ObjectCacheTest {
+class BlockCacheTest {
 
     private static final int BLOCK = 256 * 1024;
     /** A position in the first block past the head (which a cold cache reads directly, without the block). */
-    private static final long HEAD_PAST = ObjectCache.HEADER_BYTES + 1000;
+    private static final long HEAD_PAST = BlockCache.HEADER_BYTES + 1000;
     private static final String BUCKET = "data";
     private static S3TestServer server;
     private static byte[] single;
@@ -70,12 +75,12 @@ class ObjectCacheTest {
         server.close();
     }
 
-    private ObjectCache cache(long limit) {
+    private BlockCache cache(long limit) {
         return cache(server.store(server.endpoint()).build(), limit);
     }
 
-    private ObjectCache cache(ObjectStore store, long limit) {
-        return ObjectCache.builder().setStore(store).setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(limit).build();
+    private BlockCache cache(ObjectStore store, long limit) {
+        return BlockCache.builder().setStore(store).setFolder(folder).optBlockBytes(BLOCK).optLimitBytes(limit).build();
     }
 
     private static ObjectUri uri(String key) {
@@ -96,7 +101,7 @@ class ObjectCacheTest {
 
     /** Block size plus its CRC table: what one cached block takes on disk. */
     private static long blockOnDisk() {
-        return BLOCK + 4L * (BLOCK / ObjectCache.PIECE) + 12;
+        return BLOCK + 4L * (BLOCK / BlockCache.PIECE) + 12;
     }
 
     @Test
@@ -130,7 +135,7 @@ class ObjectCacheTest {
             reads.add(new long[] {object == single ? 0 : 1, object.length - 1, 1});
             reads.add(new long[] {object == single ? 0 : 1, 0, object.length});
         }
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             for (long[] read : reads) {
                 byte[] object = read[0] == 0 ? single : multi;
                 String key = read[0] == 0 ? "single.bin" : "multi.bin";
@@ -157,7 +162,7 @@ class ObjectCacheTest {
 
     @Test
     void aStagedObjectIsCheckedAgainstItsEtagWhereTheEtagIsAnMd5() throws Exception {
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             ObjectCache.StagedObject staged = cache.stage(uri("single.bin"));
             assertTrue(staged.etagChecked());
             assertArrayEquals(single, Files.readAllBytes(staged.file()));
@@ -172,7 +177,7 @@ class ObjectCacheTest {
 
     @Test
     void aDamagedStagedCopyIsStagedAgainNeverHandedOut() throws Exception {
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             for (String key : List.of("single.bin", "multi.bin")) {
                 byte[] original = key.equals("single.bin") ? single : multi;
                 ObjectCache.StagedObject staged = cache.stage(uri(key));
@@ -210,7 +215,7 @@ class ObjectCacheTest {
     void evictedBlocksGiveTheirDiskSpaceBackAtOnce() throws Exception {
         // a limit of 3 blocks under a pass over 6: each block evicted while this cache still has it mapped must be
         // unmapped then, not when the garbage collector gets to it (a tight limit could otherwise fill the disk)
-        try (ObjectCache cache = cache(3 * blockOnDisk())) {
+        try (BlockCache cache = cache(3 * blockOnDisk())) {
             for (long position = HEAD_PAST; position < single.length; position += BLOCK / 2) {
                 int length = (int) Math.min(1000, single.length - position);
                 assertArrayEquals(slice(single, position, length), read(cache, uri("single.bin"), position, length));
@@ -224,9 +229,9 @@ class ObjectCacheTest {
 
     @Test
     void aCorruptCachedBlockIsDetectedAndFetchedAgain() throws Exception {
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             // block 1 cached and mapped; its first piece (bytes 0..32 KiB of the block) not read yet
-            int later = ObjectCache.PIECE + 100;
+            int later = BlockCache.PIECE + 100;
             assertArrayEquals(slice(single, BLOCK + later, 100), read(cache, uri("single.bin"), BLOCK + later, 100));
             Path file = cache.blockFile(uri("single.bin"), 1);
             flipByte(file, 1000);
@@ -273,7 +278,7 @@ class ObjectCacheTest {
         random.nextBytes(first);
         random.nextBytes(second);
         String firstEtag = server.put(BUCKET, "changing.bin", first);
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             assertArrayEquals(slice(first, HEAD_PAST, 100), read(cache, uri("changing.bin"), HEAD_PAST, 100));
             String secondEtag = server.put(BUCKET, "changing.bin", second);
             ObjectChangedException changed = assertThrows(ObjectChangedException.class,
@@ -291,7 +296,7 @@ class ObjectCacheTest {
 
     @Test
     void theHeadOfAnObjectIsReadOnceWithoutItsBlock() {
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             // a header read on a cold cache: one small range request, nothing cached
             assertArrayEquals(slice(single, 0, 128), read(cache, uri("single.bin"), 0, 128));
             CacheStatistics head = cache.statistics();
@@ -308,19 +313,19 @@ class ObjectCacheTest {
             assertEquals(0, after.bytesDownloaded(), after.toString());
             assertEquals(1, after.hits(), after.toString());
         }
-        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+        try (BlockCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                 .setFolder(folder.resolve("another")).optBlockBytes(BLOCK).optLimitBytes(1L << 30).build()) {
             // a read that ends past the head goes through the block (an empty folder: the first cache holds it)
-            assertArrayEquals(slice(single, 1000, ObjectCache.HEADER_BYTES), read(cache, uri("single.bin"), 1000,
-                    ObjectCache.HEADER_BYTES));
+            assertArrayEquals(slice(single, 1000, BlockCache.HEADER_BYTES), read(cache, uri("single.bin"), 1000,
+                    BlockCache.HEADER_BYTES));
             assertEquals(BLOCK, cache.statistics().bytesDownloaded());
         }
-        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+        try (BlockCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                 .setFolder(folder.resolve("small-blocks"))
-                .optBlockBytes(2 * ObjectCache.HEADER_BYTES).optLimitBytes(1L << 30).build()) {
+                .optBlockBytes(2 * BlockCache.HEADER_BYTES).optLimitBytes(1L << 30).build()) {
             // a first block not much larger than the head is fetched whole: the same request, and cached
             assertArrayEquals(slice(single, 0, 128), read(cache, uri("single.bin"), 0, 128));
-            assertEquals(2L * ObjectCache.HEADER_BYTES, cache.statistics().bytesDownloaded());
+            assertEquals(2L * BlockCache.HEADER_BYTES, cache.statistics().bytesDownloaded());
         }
     }
 
@@ -332,7 +337,7 @@ class ObjectCacheTest {
         random.nextBytes(first);
         random.nextBytes(second);
         server.put(BUCKET, "replaced-head.bin", first);
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             cache.open(uri("replaced-head.bin"));
             server.put(BUCKET, "replaced-head.bin", second);
             ObjectChangedException changed = assertThrows(ObjectChangedException.class,
@@ -350,7 +355,7 @@ class ObjectCacheTest {
         Path leftover = folder.resolve("ab").resolve("ab00").resolve(".0.block." + gone.pid() + "-0123abcd-1.partial");
         Files.createDirectories(leftover.getParent());
         Files.write(leftover, new byte[1000]);
-        try (ObjectCache cache = cache(limit)) {
+        try (BlockCache cache = cache(limit)) {
             for (int block : new int[] {0, 1, 2, 0, 3}) {
                 // past the head, which a cold cache reads directly (theHeadOfAnObjectIsReadWithoutItsBlock)
                 long at = (long) block * BLOCK + 100_000;
@@ -375,11 +380,11 @@ class ObjectCacheTest {
     @Test
     void twoCachesOnOneFolderReadFromSeveralThreadsWithoutCorruptingIt() throws Exception {
         long limit = 6 * blockOnDisk(); // smaller than the data: the caches evict each other's blocks
-        try (ObjectCache a = cache(limit); ObjectCache b = cache(limit);
+        try (BlockCache a = cache(limit); BlockCache b = cache(limit);
              ExecutorService threads = Executors.newFixedThreadPool(4)) {
             List<Future<?>> work = new ArrayList<>();
             for (int t = 0; t < 4; t++) {
-                ObjectCache cache = t % 2 == 0 ? a : b;
+                BlockCache cache = t % 2 == 0 ? a : b;
                 Random random = new Random(10 + t);
                 work.add(threads.submit(() -> {
                     for (int i = 0; i < 25; i++) {
@@ -416,7 +421,7 @@ class ObjectCacheTest {
                     "s3://" + BUCKET + "/multi.bin", Integer.toString(seed), "60")
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start());
         }
-        try (ObjectCache cache = cache(limit)) {
+        try (BlockCache cache = cache(limit)) {
             Random random = new Random(99);
             for (int i = 0; i < 30; i++) {
                 int length = 1 + random.nextInt(BLOCK);
@@ -498,7 +503,7 @@ class ObjectCacheTest {
                 if (pass == Pass.ANNOUNCED_RUNS_ON_THREADS && blocks < 2) {
                     continue; // three readers in two blocks at once: a cache of one block cannot hold them
                 }
-                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+                try (BlockCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                         .setFolder(folder.resolve(pass + "-" + blocks)).optBlockBytes(BLOCK).optLimitBytes(limit)
                         .build()) {
                     assertArrayEquals(object, pass(cache, uri("pass.bin"), object.length, pass), pass + " " + blocks);
@@ -531,7 +536,7 @@ class ObjectCacheTest {
         long b = BLOCK + 1000; // batch B: inside block 1
         long c = 2L * BLOCK - 100; // batch C: the end of block 1 and the start of block 2
         Path cacheFolder = folder.resolve("late");
-        try (ObjectCache cache = ObjectCache.builder().setStore(server.store(server.endpoint()).build())
+        try (BlockCache cache = BlockCache.builder().setStore(server.store(server.endpoint()).build())
                 .setFolder(cacheFolder).optBlockBytes(BLOCK).optLimitBytes(2 * blockOnDisk()).build()) {
             cache.willRead(path, HEAD_PAST, 100);
             assertArrayEquals(slice(object, HEAD_PAST, 100), read(cache, uri, HEAD_PAST, 100));
@@ -564,7 +569,7 @@ class ObjectCacheTest {
 
     @Test
     void aLimitOfOneBlockFetchesNothingAheadAndASmallerOneIsRefusedNamingTheMinimum() {
-        MemfitException refused = assertThrows(MemfitException.class, () -> ObjectCache.builder()
+        MemfitException refused = assertThrows(MemfitException.class, () -> BlockCache.builder()
                 .setStore(server.store(server.endpoint()).build()).setFolder(folder).optBlockBytes(BLOCK)
                 .optLimitBytes(BLOCK).build());
         assertTrue(refused.getMessage().contains(Long.toString(blockOnDisk())) && refused.getMessage().contains(
@@ -637,8 +642,8 @@ class ObjectCacheTest {
         try (FaultProxy link = new FaultProxy(server.endpoint());
              ExecutorService threads = Executors.newFixedThreadPool(2)) {
             link.getDelayMillis = 300; // both reads ask while the first download is on its way
-            try (ObjectCache a = cache(server.store(link.endpoint()).build(), 1L << 30);
-                 ObjectCache b = cache(server.store(link.endpoint()).build(), 1L << 30)) {
+            try (BlockCache a = cache(server.store(link.endpoint()).build(), 1L << 30);
+                 BlockCache b = cache(server.store(link.endpoint()).build(), 1L << 30)) {
                 List<Future<byte[]>> reads = List.of(
                         threads.submit(() -> read(a, uri("single.bin"), HEAD_PAST, 1000)),
                         threads.submit(() -> read(b, uri("single.bin"), HEAD_PAST + 5, 1000)));
@@ -672,7 +677,7 @@ class ObjectCacheTest {
                     Thread.sleep(10);
                 }
                 // the same endpoint as the worker's (it is part of a cached object's name)
-                try (ObjectCache cache = ObjectCache.builder().setStore(server.store(hanging.endpoint()).build())
+                try (BlockCache cache = BlockCache.builder().setStore(server.store(hanging.endpoint()).build())
                         .setFolder(folder.resolve("shared")).optBlockBytes(BLOCK).optLimitBytes(1L << 30).build()) {
                     Future<byte[]> read = threads.submit(() -> read(cache, uri("killed.bin"), HEAD_PAST, 1000));
                     try {
@@ -708,7 +713,7 @@ class ObjectCacheTest {
             assertTrue(e.getMessage().contains("credentials") || e.getMessage().contains("access denied"), e.getMessage());
             assertFalse(e.getMessage().contains("not-the-secret-xyz"));
         }
-        try (ObjectCache cache = cache(1L << 30)) {
+        try (BlockCache cache = cache(1L << 30)) {
             MemfitException bucket = assertThrows(MemfitException.class, () -> read(cache, ObjectUri.parse("s3://nobucket/x.npy"), 0, 1));
             assertOneLineNaming(bucket, "s3://nobucket/x.npy");
             assertTrue(bucket.getMessage().contains("no such bucket \"nobucket\""), bucket.getMessage());
@@ -727,7 +732,7 @@ class ObjectCacheTest {
     @Test
     void slowDownsDroppedConnectionsAndCutTransfersAreRetriedWithCorrectBytes() throws Exception {
         try (FaultProxy faults = new FaultProxy(server.endpoint());
-             ObjectCache cache = cache(server.store(faults.endpoint())
+             BlockCache cache = cache(server.store(faults.endpoint())
                      .optBackoff(java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(20)).build(), 1L << 30)) {
             faults.slowDowns.set(3);
             faults.drops.set(2);
@@ -754,7 +759,7 @@ class ObjectCacheTest {
     @Test
     void aTransferCutMoreOftenThanTheAttemptsAllowFailsWithOneLine() throws Exception {
         try (FaultProxy faults = new FaultProxy(server.endpoint());
-             ObjectCache cache = cache(server.store(faults.endpoint()).optMaxAttempts(2)
+             BlockCache cache = cache(server.store(faults.endpoint()).optMaxAttempts(2)
                      .optBackoff(java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(5)).build(), 1L << 30)) {
             faults.slowDowns.set(100);
             MemfitException e = assertThrows(MemfitException.class, () -> read(cache, uri("single.bin"), 0, 10));

@@ -1,13 +1,15 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
 import dev.memfit.MemfitException;
+import dev.memfit.io.cloud.ObjectChangedException;
+import dev.memfit.io.cloud.ObjectInfo;
+import dev.memfit.io.cloud.ObjectUri;
 
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.ServiceLoader;
 
 /**
  * A client of S3-compatible object storage: {@code s3://} objects on AWS or on any server that speaks the S3 protocol
@@ -27,9 +29,8 @@ import java.util.ServiceLoader;
  * still missing, bounded by the same number of attempts. Everything else fails with one {@link MemfitException}
  * line naming the object and what to check.
  *
- * <p>The requests themselves are sent by a {@link Transport} found with {@link ServiceLoader}: the S3 client of
- * {@code memfit-cloud} ({@code lib/cloud}, the AWS SDK). The core has no SDK; where memfit-cloud is not on the class
- * path, the first request fails with one line saying to add it ({@code ./memfit} and the notebook kernel have it).
+ * <p>The requests themselves are sent by a {@link Transport}: {@link S3Transport}, on the AWS SDK, connecting at the
+ * first request (a store that is built and described sends nothing).
  *
  * <pre>{@code
  * try (ObjectStore store = ObjectStore.fromEnvironment()) {
@@ -51,8 +52,7 @@ public final class ObjectStore implements AutoCloseable {
     }
 
     /**
-     * What sends a store's requests: an implementation of the S3 protocol (memfit-cloud's, found through
-     * {@link Provider}). Its failures are one {@link MemfitException} naming the object ({@link NoSuchObject} for a
+     * What sends a store's requests: an implementation of the S3 protocol ({@link S3Transport}). Its failures are one {@link MemfitException} naming the object ({@link NoSuchObject} for a
      * missing object in a bucket that exists, {@link ObjectChangedException} for a replaced one).
      */
     public interface Transport extends AutoCloseable {
@@ -106,17 +106,6 @@ public final class ObjectStore implements AutoCloseable {
         /** Closes the connections. */
         @Override
         void close();
-    }
-
-    /** Makes the {@link Transport} of a store; registered in {@code META-INF/services} (memfit-cloud registers one). */
-    public interface Provider {
-        /**
-         * Opens a transport; it may connect lazily.
-         *
-         * @param settings the store's settings
-         * @return the transport
-         */
-        Transport open(Settings settings);
     }
 
     /**
@@ -345,14 +334,10 @@ public final class ObjectStore implements AutoCloseable {
         return settings;
     }
 
-    private Transport transport(ObjectUri uri) {
+    private Transport transport() {
         synchronized (transportLock) {
             if (transport == null) {
-                Provider provider = ServiceLoader.load(Provider.class, ObjectStore.class.getClassLoader()).findFirst()
-                        .orElseThrow(() -> new MemfitException(uri + ": reading s3:// and gs:// objects needs memfit-cloud "
-                                + "on the class path (dev.memfit:memfit-cloud, lib/cloud: the S3 client); ./memfit and the "
-                                + "notebook kernel have it"));
-                transport = provider.open(settings);
+                transport = new S3Transport(settings);
             }
             return transport;
         }
@@ -379,7 +364,7 @@ public final class ObjectStore implements AutoCloseable {
      * @throws MemfitException naming the object when it or its bucket does not exist, or access is refused
      */
     public ObjectInfo head(ObjectUri uri) {
-        return transport(uri).head(uri);
+        return transport().head(uri);
     }
 
     /**
@@ -389,7 +374,7 @@ public final class ObjectStore implements AutoCloseable {
      * @return every object under it (all pages)
      */
     public List<ObjectInfo> list(ObjectUri prefix) {
-        return transport(prefix).list(prefix);
+        return transport().list(prefix);
     }
 
     /**
@@ -404,7 +389,7 @@ public final class ObjectStore implements AutoCloseable {
      * @throws MemfitException when the object cannot be read after the configured attempts
      */
     public void read(ObjectUri uri, String etag, long position, MemorySegment into) {
-        transport(uri).read(uri, etag, position, into);
+        transport().read(uri, etag, position, into);
     }
 
     private Transport opened() {
@@ -443,7 +428,7 @@ public final class ObjectStore implements AutoCloseable {
         return t == null ? 0 : t.bytesDownloaded();
     }
 
-    /** A 404 for an object in a bucket that exists: what {@link ObjectCache#exists} answers false for. */
+    /** A 404 for an object in a bucket that exists: what {@link BlockCache#exists} answers false for. */
     public static final class NoSuchObject extends MemfitException {
         /**
          * Creates the exception.

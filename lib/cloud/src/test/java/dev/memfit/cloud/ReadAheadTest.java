@@ -1,4 +1,4 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
 import org.junit.jupiter.api.Test;
 

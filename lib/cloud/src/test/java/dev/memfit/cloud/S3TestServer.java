@@ -1,5 +1,6 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
+import dev.memfit.io.cloud.ObjectInfo;
 import org.gaul.s3proxy.junit.S3ProxyJunitCore;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -52,7 +53,7 @@ public final class S3TestServer implements AutoCloseable {
 
     /** Uploads in one PUT: the ETag is the MD5 of the bytes. */
     public String put(String bucket, String key, byte[] bytes) {
-        return ObjectInfo.unquote(client.putObject(r -> r.bucket(bucket).key(key), RequestBody.fromBytes(bytes)).eTag());
+        return S3Transport.unquote(client.putObject(r -> r.bucket(bucket).key(key), RequestBody.fromBytes(bytes)).eTag());
     }
 
     /** Uploads in parts of {@code partBytes} (the last one shorter): the ETag ends in {@code -N}. */
@@ -66,7 +67,7 @@ public final class S3TestServer implements AutoCloseable {
                     RequestBody.fromBytes(part)).eTag();
             parts.add(CompletedPart.builder().partNumber(n).eTag(etag).build());
         }
-        return ObjectInfo.unquote(client.completeMultipartUpload(r -> r.bucket(bucket).key(key).uploadId(upload)
+        return S3Transport.unquote(client.completeMultipartUpload(r -> r.bucket(bucket).key(key).uploadId(upload)
                 .multipartUpload(m -> m.parts(parts))).eTag());
     }
 

@@ -1,5 +1,8 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.io.cloud.ObjectInfo;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -27,7 +30,7 @@ public final class CacheWorker {
         try (Arena arena = Arena.ofShared();
              ObjectStore direct = ObjectStore.builder().optEnvironment(java.util.Map.of()).optEndpoint(endpoint)
                      .optCredentials(S3TestServer.ACCESS_KEY, S3TestServer.SECRET_KEY).build();
-             ObjectCache cache = ObjectCache.builder().setStore(ObjectStore.builder().optEnvironment(java.util.Map.of())
+             ObjectCache cache = BlockCache.builder().setStore(ObjectStore.builder().optEnvironment(java.util.Map.of())
                              .optEndpoint(endpoint).optCredentials(S3TestServer.ACCESS_KEY, S3TestServer.SECRET_KEY).build())
                      .setFolder(Path.of(args[1])).optBlockBytes(Integer.parseInt(args[2]))
                      .optLimitBytes(Long.parseLong(args[3])).build()) {

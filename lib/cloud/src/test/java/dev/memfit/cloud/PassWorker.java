@@ -1,5 +1,8 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
+import dev.memfit.io.cloud.ObjectCache;
+import dev.memfit.io.cloud.ObjectUri;
+import dev.memfit.io.cloud.ObjectInfo;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
@@ -33,7 +36,7 @@ public final class PassWorker {
         String what = args[8];
         try (Arena arena = Arena.ofShared();
              ObjectStore direct = store(URI.create(args[1]));
-             ObjectCache cache = ObjectCache.builder().setStore(store(URI.create(args[0]))).setFolder(Path.of(args[2]))
+             ObjectCache cache = BlockCache.builder().setStore(store(URI.create(args[0]))).setFolder(Path.of(args[2]))
                      .optBlockBytes(Integer.parseInt(args[3])).optLimitBytes(Long.parseLong(args[4])).build()) {
             ObjectInfo info = direct.head(uri);
             MemorySegment expected = arena.allocate(info.size());

@@ -1,4 +1,4 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
 import dev.memfit.MemfitException;
 

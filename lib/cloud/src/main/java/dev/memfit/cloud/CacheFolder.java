@@ -1,4 +1,4 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
 import dev.memfit.MemfitException;
 import dev.memfit.io.storage.TempFiles;
@@ -21,7 +21,7 @@ import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 
 /**
- * The contents of an {@link ObjectCache}'s folder, for tools ({@code ./memfit cache ls|verify|clear}): what objects it
+ * The contents of a {@link BlockCache}'s folder, for tools ({@code ./memfit cache ls|verify|clear}): what objects it
  * holds, whether every cached byte still matches its checksum, and emptying it. Needs no store and no credentials.
  */
 public final class CacheFolder {
@@ -35,7 +35,7 @@ public final class CacheFolder {
     /**
      * A cache folder (it may not exist: then it is empty).
      *
-     * @param folder the folder, such as {@link ObjectCache#defaultFolder}
+     * @param folder the folder, such as {@link BlockCache#defaultFolder}
      * @return the folder
      */
     public static CacheFolder of(Path folder) {
@@ -103,7 +103,7 @@ public final class CacheFolder {
                     } catch (NoSuchFileException evicted) {
                         continue;
                     }
-                    if (file.getFileName().toString().equals(ObjectCache.STAGED)) {
+                    if (file.getFileName().toString().equals(BlockCache.STAGED)) {
                         staged = true;
                     } else {
                         blocks++;
@@ -148,8 +148,8 @@ public final class CacheFolder {
             for (Path file : cachedFiles(entry)) {
                 String problem;
                 try {
-                    if (file.getFileName().toString().equals(ObjectCache.STAGED)) {
-                        problem = checkStaged(file, entry.resolve(ObjectCache.STAGED_NOTE));
+                    if (file.getFileName().toString().equals(BlockCache.STAGED)) {
+                        problem = checkStaged(file, entry.resolve(BlockCache.STAGED_NOTE));
                         staged += problem == null || !problem.isEmpty() ? 1 : 0;
                         if (problem != null && problem.isEmpty()) {
                             continue; // a multipart ETag: checked block by block when it was staged
@@ -184,9 +184,9 @@ public final class CacheFolder {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             long total = channel.size();
             // total = data + 4 bytes per piece + 12: find the data length
-            long pieces = Math.max(0, (total - 12 + ObjectCache.PIECE + 3) / (ObjectCache.PIECE + 4));
+            long pieces = Math.max(0, (total - 12 + BlockCache.PIECE + 3) / (BlockCache.PIECE + 4));
             long dataLength = total - 12 - 4 * pieces;
-            if (total < 12 || dataLength < 0 || ObjectCache.pieces(dataLength) != pieces) {
+            if (total < 12 || dataLength < 0 || BlockCache.pieces(dataLength) != pieces) {
                 return "a block file of " + total + " bytes cannot hold data and its checksum table (truncated?)";
             }
             ByteBuffer table = ByteBuffer.allocate((int) (4 * pieces + 12)).order(ByteOrder.LITTLE_ENDIAN);
@@ -194,14 +194,14 @@ public final class CacheFolder {
             table.flip();
             CRC32C crc = new CRC32C();
             crc.update(table.slice(0, (int) (4 * pieces)));
-            if (table.getLong((int) (4 * pieces) + 4) != ObjectCache.MAGIC
+            if (table.getLong((int) (4 * pieces) + 4) != BlockCache.MAGIC
                     || table.getInt((int) (4 * pieces)) != (int) crc.getValue()) {
                 return "the checksum table is damaged";
             }
-            ByteBuffer piece = ByteBuffer.allocateDirect(ObjectCache.PIECE);
+            ByteBuffer piece = ByteBuffer.allocateDirect(BlockCache.PIECE);
             for (int p = 0; p < pieces; p++) {
-                long start = (long) p * ObjectCache.PIECE;
-                piece.clear().limit((int) Math.min(ObjectCache.PIECE, dataLength - start));
+                long start = (long) p * BlockCache.PIECE;
+                piece.clear().limit((int) Math.min(BlockCache.PIECE, dataLength - start));
                 readFully(channel, piece, start);
                 piece.flip();
                 crc.reset();
@@ -225,7 +225,7 @@ public final class CacheFolder {
             return "";
         }
         String expected = verified.substring(4).split("\\s+")[0];
-        String found = ObjectCache.md5Hex(file);
+        String found = BlockCache.md5Hex(file);
         return found.equalsIgnoreCase(expected) ? null : "MD5 " + found + ", verified as " + expected + " when staged";
     }
 
@@ -252,7 +252,7 @@ public final class CacheFolder {
         }
         long[] removed = {0};
         try {
-            ObjectCache.withFolderLock(folder, () -> {
+            BlockCache.withFolderLock(folder, () -> {
                 for (Path entry : entryFolders()) {
                     try (Stream<Path> files = Files.list(entry)) {
                         for (Path file : (Iterable<Path>) files::iterator) {
@@ -261,7 +261,7 @@ public final class CacheFolder {
                                 continue; // another process is writing it
                             }
                             long bytes = Files.size(file);
-                            if (Files.deleteIfExists(file) && ObjectCache.isCachedName(name)) {
+                            if (Files.deleteIfExists(file) && BlockCache.isCachedName(name)) {
                                 removed[0] += bytes;
                             }
                         }
@@ -303,7 +303,7 @@ public final class CacheFolder {
 
     private static List<Path> cachedFiles(Path entry) {
         try (Stream<Path> files = Files.list(entry)) {
-            return files.filter(file -> ObjectCache.isCachedName(file.getFileName().toString())).sorted().toList();
+            return files.filter(file -> BlockCache.isCachedName(file.getFileName().toString())).sorted().toList();
         } catch (NoSuchFileException gone) {
             return List.of();
         } catch (IOException e) {

@@ -1,4 +1,4 @@
-package dev.memfit.io.cloud;
+package dev.memfit.cloud;
 
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -10,7 +10,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The reads an {@link ObjectCache} was told are coming, block by block in the order they were announced, and the
+ * The reads a {@link BlockCache} was told are coming, block by block in the order they were announced, and the
  * window of them it protects and fetches ahead: the blocks of the oldest announced reads, at most as many distinct
  * blocks as the limit holds besides the one being read.
  *
