@@ -6,8 +6,8 @@ import dev.memfit.MemfitException;
 import dev.memfit.DType;
 import dev.memfit.sample.BlockShuffleSampler;
 import dev.memfit.sample.Sampler;
-import dev.memfit.sample.SequentialSampler;
-import dev.memfit.sample.ShuffledSampler;
+
+
 
 import java.util.function.Supplier;
 
@@ -32,9 +32,9 @@ public final class LoaderBuilder {
     private dev.memfit.io.cloud.ObjectCache cache;
     private long chunkCacheBytes = dev.memfit.io.hdf5.H5ad.DEFAULT_CHUNK_CACHE_BYTES;
     private int batchSize = 32;
-    private Long seed;
-    private Sampler sampler;
-    private int[] blockShuffle;
+    private Order order;
+    private double subsetFraction;
+    private long subsetSeed;
     private boolean dropLast;
     private int prefetch = 2;
     private LoaderState resumeFrom;
@@ -163,14 +163,14 @@ public final class LoaderBuilder {
      * @return this builder
      */
     public LoaderBuilder optShuffle(long seed) {
-        this.seed = seed;
-        this.sampler = null;
+        this.order = order instanceof Order.BlockShuffle block
+                ? new Order.BlockShuffle(block.blockSize(), block.fetchFactor(), seed) : Order.shuffle(seed);
         return this;
     }
 
     /**
      * Visits samples in seeded random blocks of consecutive indices, shuffled within fetches of
-     * {@code fetchFactor} batches ({@link BlockShuffleSampler}): much faster to read from shards on disk or
+     * {@code fetchFactor} batches ({@link Order#blockShuffle}): much faster to read from shards on disk or
      * compressed files than {@link #optShuffle(long)}, with less mixed batches
      * ({@link dev.memfit.sample.BatchDiversity} measures how much less). Uses the batch size and the source's size
      * (after any subset) known at {@link #build()}.
@@ -181,10 +181,7 @@ public final class LoaderBuilder {
      * @return this builder
      */
     public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor, long seed) {
-        this.blockShuffle = new int[]{blockSize, fetchFactor};
-        this.seed = seed;
-        this.sampler = null;
-        return this;
+        return optOrder(Order.blockShuffle(blockSize, fetchFactor, seed));
     }
 
     /**
@@ -196,21 +193,32 @@ public final class LoaderBuilder {
      * @return this builder
      */
     public LoaderBuilder optBlockShuffle(int blockSize, int fetchFactor) {
-        this.blockShuffle = new int[]{blockSize, fetchFactor};
-        this.sampler = null;
-        return this;
+        long seed = order instanceof Order.Shuffle shuffle ? shuffle.seed()
+                : order instanceof Order.BlockShuffle block ? block.seed() : 0;
+        return optOrder(Order.blockShuffle(blockSize, fetchFactor, seed));
     }
 
     /**
-     * Uses a custom sampler (weighted, a subset, a distributed shard...).
+     * Uses a custom sampler (weighted, a subset, a distributed shard...); the same as
+     * {@code optOrder(Order.of(sampler))}.
      *
      * @param sampler decides the order of each epoch
      * @return this builder
      */
     public LoaderBuilder optSampler(Sampler sampler) {
-        this.sampler = sampler;
-        this.seed = null;
-        this.blockShuffle = null;
+        return optOrder(Order.of(sampler));
+    }
+
+    /**
+     * Sets which samples an epoch visits and in which order: {@link Order#sequential()} (the default),
+     * {@link Order#shuffle}, {@link Order#blockShuffle}, {@link Order#weighted}, {@link Order#distributed} or
+     * {@link Order#of} a sampler of your own. The order is fitted to the source when the loader is built.
+     *
+     * @param visits the order
+     * @return this builder
+     */
+    public LoaderBuilder optOrder(Order visits) {
+        this.order = java.util.Objects.requireNonNull(visits, "order");
         return this;
     }
 
@@ -270,6 +278,27 @@ public final class LoaderBuilder {
     public LoaderBuilder optSubset(long[] indices) {
         this.subset = indices.clone();
         this.subsetFile = null;
+        this.subsetFraction = 0;
+        return this;
+    }
+
+    /**
+     * Trains on a random subset of the samples, renumbered from 0: {@code round(fraction * size)} of them (at least
+     * one), drawn without replacement by {@link dev.memfit.sample.Subsets#random} when the loader is built, when the
+     * source's size is known.
+     *
+     * @param fraction the share kept, in (0, 1]
+     * @param seed the seed of the draw
+     * @return this builder
+     */
+    public LoaderBuilder optRandomSubset(double fraction, long seed) {
+        if (!(fraction > 0 && fraction <= 1)) {
+            throw new MemfitException("a random subset keeps a fraction in (0, 1] of the samples, got " + fraction);
+        }
+        this.subsetFraction = fraction;
+        this.subsetSeed = seed;
+        this.subset = null;
+        this.subsetFile = null;
         return this;
     }
 
@@ -282,6 +311,7 @@ public final class LoaderBuilder {
     public LoaderBuilder optSubset(java.nio.file.Path indexFile) {
         this.subsetFile = indexFile;
         this.subset = null;
+        this.subsetFraction = 0;
         return this;
     }
 
@@ -316,19 +346,21 @@ public final class LoaderBuilder {
         SampleSource source = opened;
         Loader loader;
         try {
-            if (subset != null || subsetFile != null) {
+            if (subsetFraction > 0) {
+                long total = opened.size();
+                int kept = Math.toIntExact(Math.max(1, Math.min(total, Math.round(subsetFraction * total))));
+                source = new SubsetSource(opened, dev.memfit.sample.Subsets.random(total, kept, subsetSeed), ownsSource);
+            } else if (subset != null || subsetFile != null) {
                 long[] indices = subset != null ? subset : dev.memfit.sample.Subsets.read(subsetFile, opened.size());
                 source = new SubsetSource(opened, indices, ownsSource);
             }
-            Sampler chosen = sampler != null ? sampler
-                    : blockShuffle != null ? BlockShuffleSampler.builder().setSize(source.size())
-                            .setBlockSize(blockShuffle[0]).optFetchFactor(blockShuffle[1]).setBatchSize(batchSize)
-                            .optSeed(seed == null ? 0 : seed).build()
-                    : seed != null ? new ShuffledSampler(source.size(), seed) : new SequentialSampler(source.size());
-            if (sampler == null && blockShuffle == null && source instanceof dev.memfit.shard.ObjectShardStore objects) {
+            Order visits = order == null ? Order.sequential() : order;
+            Sampler chosen = visits.sampler(source, batchSize);
+            if (source instanceof dev.memfit.shard.ObjectShardStore objects
+                    && (visits instanceof Order.Sequential || visits instanceof Order.Shuffle)) {
                 // shards in a bucket: shard by shard (shuffled within each), so that the store stages the next
                 // shards of the epoch's order while one is read, and a cache smaller than the data does not thrash
-                chosen = ShardPrefetchSampler.of(objects, seed);
+                chosen = ShardPrefetchSampler.of(objects, visits instanceof Order.Shuffle shuffle ? shuffle.seed() : null);
             }
             if (dropLast && chosen.epochLength() < batchSize) {
                 throw new MemfitException("batch size " + batchSize + " is larger than the " + chosen.epochLength()

@@ -4,12 +4,12 @@ import java.util.Locale;
 
 /**
  * A {@link LoadingStrategy} recommended from an estimate and the machine, with the reason in one readable paragraph;
- * the strategy opens the file the way it recommends:
+ * {@link #applyTo} puts its settings on the one loader builder, for any format and any storage:
  *
  * <pre>{@code
  * Advice advice = Advice.of(estimate, dataBytes, Advice.Machine.current());
  * System.out.println(advice.text());
- * try (Loader loader = advice.strategy().loader(file).optBatchSize(256).optShuffle(42).build()) { ... }
+ * try (Loader loader = advice.applyTo(Datasets.open(file)).optBatchSize(256).optShuffle(42).build()) { ... }
  * }</pre>
  *
  * <p>The thresholds, documented and tested:
@@ -34,6 +34,17 @@ import java.util.Locale;
  * @param text the paragraph for a person
  */
 public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text) {
+
+    /**
+     * Puts the recommended loading on a loader's builder ({@link LoadingStrategy#applyTo}): its access, order,
+     * threads or subset. The batch size stays the caller's (see {@link #reduceBatch()}).
+     *
+     * @param builder the builder, such as {@code Datasets.open(file)}
+     * @return the same builder
+     */
+    public dev.memfit.data.LoaderBuilder applyTo(dev.memfit.data.LoaderBuilder builder) {
+        return strategy.applyTo(builder);
+    }
 
     /** Share of available RAM under which data is loaded into memory. */
     public static final double IN_MEMORY_SHARE = 0.5;

@@ -6,8 +6,6 @@ import dev.memfit.data.Datasets;
 import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderBuilder;
 import dev.memfit.io.Formats;
-import dev.memfit.sample.DistributedShardSampler;
-import dev.memfit.sample.Subsets;
 import dev.memfit.shard.ShardStore;
 
 import java.nio.file.Path;
@@ -16,13 +14,14 @@ import java.util.Locale;
 /**
  * How data reaches the loader, with the parameters that go with it: in memory, memory-mapped, lazily on reader
  * threads, streamed block-shuffled, a random subset first, or shards across devices.
- * {@link Advice} recommends one, {@link MemoryEstimator} estimates the memory it takes, and {@link #loader(Path)}
- * opens a file that way:
+ * {@link Advice} recommends one, {@link MemoryEstimator} estimates the memory it takes, {@link #applyTo} puts its
+ * settings on the one loader builder ({@link Datasets#open}, any format, local or in a bucket; streaming block-shuffles
+ * any source), and {@link #loader(Path)} opens a local file that way:
  *
  * <pre>{@code
  * MemoryEstimate estimate = MemoryEstimator.builder().setData(rows, rowBytes, LoadingStrategy.mapped()).build().estimate();
  * Advice advice = Advice.of(estimate, dataBytes, Advice.Machine.current());
- * try (Loader loader = advice.strategy().loader(file).optBatchSize(256).optShuffle(42).build()) { ... }
+ * try (Loader loader = advice.strategy().applyTo(Datasets.open(file)).optBatchSize(256).optShuffle(42).build()) { ... }
  * }</pre>
  *
  * <p>What {@link #loader(Path)} builds, by format (found by {@link Formats#detect}):
@@ -41,9 +40,9 @@ import java.util.Locale;
  *       storage</td><td>block-shuffled: batches from windows of blocks of consecutive
  *       cells ({@link Datasets#h5ad(Path)})</td></tr>
  *   <tr><td>{@link RandomSubset}</td><td colspan="3">its {@code then} strategy, on a random subset
- *       ({@link LoaderBuilder#optSubset(long[])})</td><td>as {@code then}, on the subset</td></tr>
+ *       ({@link LoaderBuilder#optRandomSubset})</td><td>as {@code then}, on the subset</td></tr>
  *   <tr><td>{@link Shards}</td><td colspan="2">refused: convert with {@code ./memfit shard} first</td>
- *       <td>mapped, this rank's whole shards ({@link DistributedShardSampler})</td><td>refused</td></tr>
+ *       <td>mapped, this rank's whole shards ({@link dev.memfit.data.Order#distributed})</td><td>refused</td></tr>
  * </table>
  */
 public sealed interface LoadingStrategy {
@@ -137,6 +136,19 @@ public sealed interface LoadingStrategy {
      */
     LoaderBuilder loader(Path path);
 
+    /**
+     * Puts this strategy's settings on a loader's builder (from {@link Datasets#open}, for any format and any
+     * storage): its access, order, threads or subset. Set the batch size, then {@link LoaderBuilder#build()}.
+     *
+     * <pre>{@code
+     * try (Loader loader = advice.strategy().applyTo(Datasets.open(file)).optBatchSize(256).build()) { ... }
+     * }</pre>
+     *
+     * @param builder the builder
+     * @return the same builder
+     */
+    LoaderBuilder applyTo(LoaderBuilder builder);
+
     /** Load into native memory. */
     record InMemory() implements LoadingStrategy {
 
@@ -148,7 +160,12 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             // an AnnData X as dense rows, a shard folder copied, records read: Datasets.open's in-memory access
-            return Datasets.open(path).optAccess(Access.inMemory());
+            return applyTo(Datasets.open(path));
+        }
+
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return builder.optAccess(Access.inMemory());
         }
     }
 
@@ -163,7 +180,12 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             // AnnData too: an uncompressed .h5ad is read from its mapping, a compressed one through its chunk cache
-            return Datasets.open(path).optAccess(Access.mapped());
+            return applyTo(Datasets.open(path));
+        }
+
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return builder.optAccess(Access.mapped());
         }
     }
 
@@ -192,7 +214,12 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            return Datasets.open(path).optAccess(Access.lazy(threads));
+            return applyTo(Datasets.open(path));
+        }
+
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return builder.optAccess(Access.lazy(threads));
         }
     }
 
@@ -241,9 +268,15 @@ public sealed interface LoadingStrategy {
         @Override
         public LoaderBuilder loader(Path path) {
             if (isAnnData(Formats.detect(path))) {
-                return Datasets.h5ad(path).optBlockShuffle(blockSize, fetchFactor).optThreads(threads);
+                return applyTo(Datasets.open(path));
             }
             return new Lazy(threads).loader(path);
+        }
+
+        /** Block-shuffled (seed 0; {@code optShuffle(seed)} after it seeds it) on this many reader threads. */
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return builder.optBlockShuffle(blockSize, fetchFactor).optThreads(threads);
         }
     }
 
@@ -291,23 +324,18 @@ public sealed interface LoadingStrategy {
 
         @Override
         public LoaderBuilder loader(Path path) {
-            Formats.Format format = Formats.detect(path);
-            long total;
-            if (format == Formats.Format.SHARDS) {
-                try (ShardStore store = ShardStore.open(path)) {
-                    total = store.size();
-                }
-            } else {
-                total = Formats.open(path).samples();
-            }
-            LoaderBuilder whole = then instanceof Lazy lazy ? lazy.loader(path) : ((Mapped) then).loader(path);
-            return whole.optSubset(Subsets.random(total, Math.toIntExact(size(total)), seed));
+            return applyTo(Datasets.open(path));
+        }
+
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return then.applyTo(builder).optRandomSubset(fraction, seed);
         }
     }
 
     /**
      * Memory-mapped shards written by {@code ./memfit shard}; with several devices, each rank reads whole shards of
-     * its own, rank and world size taken from the environment ({@link DistributedShardSampler.Builder#optEnvironment}).
+     * its own, rank and world size taken from the environment ({@link dev.memfit.data.Order#distributed(long)}).
      *
      * @param devices the data-parallel devices (ranks), at least 1
      * @param seed the seed of the shard and sample order, shared by every rank
@@ -364,16 +392,13 @@ public sealed interface LoadingStrategy {
                 throw new MemfitException(path + ": expected a shard folder; convert the data once with ./memfit "
                         + "shard, then open the folder");
             }
-            LoaderBuilder builder = Datasets.shards(path);
-            if (devices > 1) {
-                long[] sizes;
-                try (ShardStore store = ShardStore.open(path)) {
-                    sizes = store.shardSizes();
-                }
-                builder.optSampler(DistributedShardSampler.builder().setShardSizes(sizes).optSeed(seed)
-                        .optEnvironment(System.getenv()).build());
-            }
-            return builder;
+            return applyTo(Datasets.shards(path));
+        }
+
+        /** With more than one device, this rank's whole shards (rank and world size from the environment). */
+        @Override
+        public LoaderBuilder applyTo(LoaderBuilder builder) {
+            return devices > 1 ? builder.optOrder(dev.memfit.data.Order.distributed(seed)) : builder;
         }
     }
 

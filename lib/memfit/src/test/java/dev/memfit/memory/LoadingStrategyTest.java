@@ -171,6 +171,38 @@ class LoadingStrategyTest {
     }
 
     @Test
+    void appliedToTheOneBuilderEachStrategyGivesTheBatchesItsLoaderGives() {
+        List<LoadingStrategy> strategies = List.of(LoadingStrategy.inMemory(), LoadingStrategy.mapped(),
+                LoadingStrategy.lazy(3), LoadingStrategy.streaming(8, 2, 1),
+                LoadingStrategy.randomSubset(0.5, LoadingStrategy.mapped()), LoadingStrategy.shards(1));
+        for (LoadingStrategy strategy : strategies) {
+            Path data = strategy instanceof LoadingStrategy.Shards ? shards : cells;
+            try (Loader opened = strategy.loader(data).optBatchSize(7).optShuffle(5).build();
+                 Loader applied = strategy.applyTo(dev.memfit.data.Datasets.open(data.toString())).optBatchSize(7)
+                         .optShuffle(5).build()) {
+                assertEquals(opened.samples(), applied.samples(), strategy.describe());
+                assertEquals(values(opened), values(applied), strategy.describe() + ": the same batches");
+            }
+        }
+        Advice advice = new Advice(LoadingStrategy.randomSubset(0.25, LoadingStrategy.lazy(2)), false, "why");
+        try (Loader quarter = advice.applyTo(dev.memfit.data.Datasets.open(rows.toString())).optBatchSize(16).build()) {
+            assertEquals(Math.round(0.25 * StrategyFiles.ROWS), quarter.samples(), "the advice's subset, on the one builder");
+        }
+    }
+
+    /** Every value of epoch 1, batch by batch, in order. */
+    private static List<Float> values(Loader loader) {
+        List<Float> all = new java.util.ArrayList<>();
+        for (dev.memfit.data.Batch batch : loader.epoch(1)) {
+            for (float value : batch.toFloatArray()) {
+                all.add(value);
+            }
+        }
+        assertTrue(all.size() > 0);
+        return all;
+    }
+
+    @Test
     void estimatesFollowTheStrategy() {
         long rowBytes = StrategyFiles.COLUMNS * 4L;
         MemoryEstimate subset = MemoryEstimator.builder().setData(1000, rowBytes,
