@@ -9,7 +9,6 @@ import dev.memfit.io.storage.OutputLock;
 import dev.memfit.prep.GeneSums;
 import dev.memfit.prep.Preprocess;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.sql.SparkSession;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -57,7 +56,7 @@ public final class SparkPreprocess {
     }
 
     /** Configures a run; {@link #run(Path)} validates the settings. */
-    public static final class Builder {
+    public static final class Builder implements SparkOptions<Builder> {
         private Path input;
         private int highlyVariable = 4_000;
         private double targetSum = 1e4;
@@ -67,6 +66,11 @@ public final class SparkPreprocess {
         private String layer = "X";
 
         private Builder() {
+        }
+
+        @Override
+        public SparkSessions sparkSessions() {
+            return spark;
         }
 
         /**
@@ -122,40 +126,6 @@ public final class SparkPreprocess {
          */
         public Builder optBlockRows(long rows) {
             this.blockRows = rows;
-            return this;
-        }
-
-        /**
-         * Sets the master of a session this run starts (default: spark-submit's master, else {@code local[*]}).
-         *
-         * @param url such as {@code local[2]}, or null for the default
-         * @return this builder
-         */
-        public Builder optMaster(String url) {
-            spark.master(url);
-            return this;
-        }
-
-        /**
-         * Sets the session to run on (default: the active one, else a new one stopped at the end).
-         *
-         * @param session the session
-         * @return this builder
-         */
-        public Builder optSession(SparkSession session) {
-            spark.session(session);
-            return this;
-        }
-
-        /**
-         * Adds a Spark setting for a session this run starts.
-         *
-         * @param key the key
-         * @param value the value
-         * @return this builder
-         */
-        public Builder addConfig(String key, String value) {
-            spark.config(key, value);
             return this;
         }
 

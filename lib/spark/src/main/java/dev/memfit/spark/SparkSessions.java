@@ -7,15 +7,18 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The Spark settings that {@link SparkShards} and {@link SparkPreprocess} share (a master, a session, extra
- * settings), and the session a run uses: the given one, else the active one, else a new one the run stops.
+ * The Spark settings a run's builder holds ({@link SparkOptions} sets them: a master, a session, extra settings), and
+ * the session a run uses: the given one, else the active one, else a new one the run stops.
  */
-final class SparkSessions {
+public final class SparkSessions {
 
     /** Null: spark-submit's master (the {@code spark.master} property it sets), else {@code local[*]}. */
     private String master;
     private SparkSession session;
     private final Map<String, String> config = new LinkedHashMap<>();
+
+    SparkSessions() {
+    }
 
     void master(String url) {
         this.master = url;
@@ -27,6 +30,15 @@ final class SparkSessions {
 
     void config(String key, String value) {
         config.put(key, value);
+    }
+
+    /**
+     * The extra settings for a session the run starts, in the order added.
+     *
+     * @return the settings, unmodifiable
+     */
+    public Map<String, String> config() {
+        return java.util.Collections.unmodifiableMap(config);
     }
 
     /** Checks the settings at a builder's final call. */

@@ -90,7 +90,7 @@ public final class SparkShards {
      * Configures a conversion: the settings every conversion has ({@link ShardSettings}, progress on the console by
      * default), and Spark's own (master, session, settings, tasks); {@link #write(Path)} validates them and converts.
      */
-    public static final class Builder extends ShardSettings<Builder> {
+    public static final class Builder extends ShardSettings<Builder> implements SparkOptions<Builder> {
 
         private Integer tasks;
         private final SparkSessions spark = new SparkSessions();
@@ -100,42 +100,12 @@ public final class SparkShards {
         }
 
         @Override
+        public SparkSessions sparkSessions() {
+            return spark;
+        }
+
+        @Override
         protected Builder self() {
-            return this;
-        }
-
-        /**
-         * Sets the Spark master of a session this conversion starts (default: spark-submit's master, else
-         * {@code local[*]}; ignored when a session is active or given). A local master binds the driver to 127.0.0.1.
-         *
-         * @param url such as {@code local[2]} or {@code spark://host:7077}, or null for the default
-         * @return this builder
-         */
-        public Builder optMaster(String url) {
-            spark.master(url);
-            return this;
-        }
-
-        /**
-         * Sets the Spark session to run on (default: the active one, else a new one that is stopped at the end).
-         *
-         * @param session the session
-         * @return this builder
-         */
-        public Builder optSession(SparkSession session) {
-            spark.session(session);
-            return this;
-        }
-
-        /**
-         * Adds a Spark setting for a session this conversion starts.
-         *
-         * @param key such as {@code spark.ui.enabled}
-         * @param value its value
-         * @return this builder
-         */
-        public Builder addConfig(String key, String value) {
-            spark.config(key, value);
             return this;
         }
 
