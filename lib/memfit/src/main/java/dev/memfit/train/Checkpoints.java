@@ -1,6 +1,7 @@
 package dev.memfit.train;
 
 import dev.memfit.InvalidFileException;
+import dev.memfit.MemfitException;
 import dev.memfit.io.storage.TempFiles;
 
 import java.io.IOException;
@@ -11,7 +12,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -21,9 +21,9 @@ import java.util.stream.Stream;
  * {@code optCheckpoints}, e.g.
  *
  * <pre>{@code
- * TopicModel.builder().setTopics(10)
- *         .optCheckpoints(Checkpoints.every(200).orEvery(Duration.ofMinutes(10)).keep(3).dir(Path.of("runs/topics")))
- *         .build();
+ * Checkpoints policy = Checkpoints.builder().setFolder(Path.of("runs/topics")).optEverySteps(200)
+ *         .optEveryTime(Duration.ofMinutes(10)).optKeep(3).build();
+ * TopicModel.builder().setTopics(10).optCheckpoints(policy).build();
  * }</pre>
  *
  * <p>A checkpoint holds the model's parameters, the optimizer's moments and step counts, the loader's position
@@ -36,7 +36,7 @@ import java.util.stream.Stream;
  * renamed.
  *
  * <p>Checkpoints are taken only between optimizer steps (never inside an accumulation of micro-batches), after the
- * step that makes the interval due, and once more when the fit ends. Immutable: every method returns a new policy.
+ * step that makes the interval due, and once more when the fit ends. Immutable.
  */
 public final class Checkpoints {
 
@@ -48,92 +48,118 @@ public final class Checkpoints {
     private final Path dir;
     private final boolean resume;
 
-    private Checkpoints(long everySteps, Duration everyTime, int keep, Path dir, boolean resume) {
-        this.everySteps = everySteps;
-        this.everyTime = everyTime;
-        this.keep = keep;
-        this.dir = dir;
-        this.resume = resume;
+    private Checkpoints(Builder settings) {
+        this.everySteps = settings.everySteps;
+        this.everyTime = settings.everyTime;
+        this.keep = settings.keep;
+        this.dir = settings.folder;
+        this.resume = settings.resume;
     }
 
     /**
-     * Saves after every {@code steps} optimizer steps.
+     * Starts a policy: {@code setFolder} is required, and at least one interval ({@code optEverySteps},
+     * {@code optEveryTime}); keeps 2 and resumes by default.
      *
-     * @param steps at least 1
-     * @return the policy (keeps 2, no folder yet: set one with {@link #dir(Path)})
+     * @return the builder
      */
-    public static Checkpoints every(long steps) {
-        if (steps < 1) {
-            throw new IllegalArgumentException("Checkpoints.every(steps) needs at least 1 step, got " + steps);
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings of a {@link Checkpoints} policy; {@link #build()} checks them. */
+    public static final class Builder {
+        private long everySteps;
+        private Duration everyTime;
+        private int keep = 2;
+        private Path folder;
+        private boolean resume = true;
+
+        private Builder() {
         }
-        return new Checkpoints(steps, null, 2, null, true);
-    }
 
-    /**
-     * Saves after the first optimizer step that ends at least {@code interval} after the last checkpoint (or the
-     * start of the fit).
-     *
-     * @param interval positive
-     * @return the policy (keeps 2, no folder yet: set one with {@link #dir(Path)})
-     */
-    public static Checkpoints every(Duration interval) {
-        return new Checkpoints(0, positive(interval), 2, null, true);
-    }
-
-    /**
-     * Also saves when {@code interval} has passed since the last checkpoint, whichever comes first.
-     *
-     * @param interval positive
-     * @return the new policy
-     */
-    public Checkpoints orEvery(Duration interval) {
-        return new Checkpoints(everySteps, positive(interval), keep, dir, resume);
-    }
-
-    /**
-     * Also saves every {@code steps} optimizer steps, whichever comes first.
-     *
-     * @param steps at least 1
-     * @return the new policy
-     */
-    public Checkpoints orEvery(long steps) {
-        return new Checkpoints(every(steps).everySteps, everyTime, keep, dir, resume);
-    }
-
-    /**
-     * Keeps the newest {@code count} checkpoints and deletes older ones (default 2, so that a checkpoint found
-     * corrupt still leaves one to resume from).
-     *
-     * @param count at least 1
-     * @return the new policy
-     */
-    public Checkpoints keep(int count) {
-        if (count < 1) {
-            throw new IllegalArgumentException("Checkpoints.keep(count) needs at least 1, got " + count);
+        /**
+         * Sets the folder of the checkpoints (created when missing); required. One folder per run: a fit resumes
+         * from whatever checkpoints the folder holds.
+         *
+         * @param path the folder
+         * @return this builder
+         */
+        public Builder setFolder(Path path) {
+            this.folder = path;
+            return this;
         }
-        return new Checkpoints(everySteps, everyTime, count, dir, resume);
-    }
 
-    /**
-     * Sets the folder of the checkpoints (created when missing); required. One folder per run: a fit resumes from
-     * whatever checkpoints the folder holds.
-     *
-     * @param folder the folder
-     * @return the new policy
-     */
-    public Checkpoints dir(Path folder) {
-        return new Checkpoints(everySteps, everyTime, keep, Objects.requireNonNull(folder, "folder"), resume);
-    }
+        /**
+         * Saves after every {@code steps} optimizer steps (with {@link #optEveryTime}: whichever comes first).
+         *
+         * @param steps at least 1
+         * @return this builder
+         */
+        public Builder optEverySteps(long steps) {
+            this.everySteps = steps;
+            return this;
+        }
 
-    /**
-     * Whether {@code fit} resumes from the folder's newest valid checkpoint (default true); false starts over and
-     * deletes the folder's checkpoints when the first new one is written.
-     *
-     * @param enabled false to start over
-     * @return the new policy
-     */
-    public Checkpoints optResume(boolean enabled) {
-        return new Checkpoints(everySteps, everyTime, keep, dir, enabled);
+        /**
+         * Saves after the first optimizer step that ends at least {@code interval} after the last checkpoint (or the
+         * start of the fit); with {@link #optEverySteps}, whichever comes first.
+         *
+         * @param interval positive
+         * @return this builder
+         */
+        public Builder optEveryTime(Duration interval) {
+            this.everyTime = interval;
+            return this;
+        }
+
+        /**
+         * Keeps the newest {@code count} checkpoints and deletes older ones (default 2, so that a checkpoint found
+         * corrupt still leaves one to resume from).
+         *
+         * @param count at least 1
+         * @return this builder
+         */
+        public Builder optKeep(int count) {
+            this.keep = count;
+            return this;
+        }
+
+        /**
+         * Whether {@code fit} resumes from the folder's newest valid checkpoint (default true); false starts over and
+         * deletes the folder's checkpoints when the first new one is written.
+         *
+         * @param enabled false to start over
+         * @return this builder
+         */
+        public Builder optResume(boolean enabled) {
+            this.resume = enabled;
+            return this;
+        }
+
+        /**
+         * Checks the settings and makes the policy.
+         *
+         * @return the policy, for a trainer's {@code optCheckpoints}
+         * @throws MemfitException naming the setting to change
+         */
+        public Checkpoints build() {
+            if (folder == null) {
+                throw new MemfitException("Checkpoints need a folder: call setFolder(Path.of(\"...\")) on the builder");
+            }
+            if (everySteps < 0) {
+                throw new MemfitException("Checkpoints optEverySteps(steps) needs at least 1 step, got " + everySteps);
+            }
+            if (everyTime != null && (everyTime.isNegative() || everyTime.isZero())) {
+                throw new MemfitException("Checkpoints optEveryTime(interval) needs a positive duration, got " + everyTime);
+            }
+            if (everySteps == 0 && everyTime == null) {
+                throw new MemfitException("Checkpoints need an interval: optEverySteps(n), optEveryTime(duration) or both");
+            }
+            if (keep < 1) {
+                throw new MemfitException("Checkpoints optKeep(count) needs at least 1, got " + keep);
+            }
+            return new Checkpoints(this);
+        }
     }
 
     /**
@@ -173,13 +199,6 @@ public final class Checkpoints {
     boolean due(long stepsSinceLast, Duration sinceLast) {
         return everySteps > 0 && stepsSinceLast >= everySteps
                 || everyTime != null && sinceLast.compareTo(everyTime) >= 0;
-    }
-
-    /** Checks that the policy can be used; called when a trainer is built. */
-    void validate() {
-        if (dir == null) {
-            throw new IllegalArgumentException("Checkpoints need a folder: add .dir(Path.of(\"...\")) to the policy");
-        }
     }
 
     /**
@@ -225,13 +244,6 @@ public final class Checkpoints {
     /** The file name of the checkpoint after {@code step} optimizer steps. */
     static String fileName(long step) {
         return String.format("checkpoint-%012d.h5", step);
-    }
-
-    private static Duration positive(Duration interval) {
-        if (interval == null || interval.isNegative() || interval.isZero()) {
-            throw new IllegalArgumentException("Checkpoints.every(interval) needs a positive duration, got " + interval);
-        }
-        return interval;
     }
 
     @Override

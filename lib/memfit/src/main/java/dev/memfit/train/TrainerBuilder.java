@@ -144,7 +144,8 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
 
     /**
      * Saves checkpoints as the policy says, and resumes from the newest valid one in its folder when {@code fit}
-     * starts (default: none), e.g. {@code Checkpoints.every(500).keep(3).dir(Path.of("runs/vae"))}. The loader given
+     * starts (default: none), e.g.
+     * {@code Checkpoints.builder().setFolder(Path.of("runs/vae")).optEverySteps(500).optKeep(3).build()}. The loader given
      * to {@code fit} must not have started an epoch yet, so that it can continue where the checkpoint left off.
      *
      * @param policy when, where and how many
@@ -165,9 +166,6 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         }
         if (accumulation < 1) {
             throw new IllegalArgumentException("optGradientAccumulation(k) needs k >= 1 micro-batch, got " + accumulation);
-        }
-        if (checkpoints != null) {
-            checkpoints.validate();
         }
     }
 }

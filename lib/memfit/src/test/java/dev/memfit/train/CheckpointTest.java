@@ -109,7 +109,7 @@ class CheckpointTest {
             Path folder = dir.resolve(sparse ? "sparse" : "dense");
             TopicRun straight = fitTopics(topics(sparse));
             assertEquals(40, straight.fit().stepLosses().length);
-            Checkpoints every3 = Checkpoints.every(3).dir(folder);
+            Checkpoints every3 = Checkpoints.builder().setFolder(folder).optEverySteps(3).build();
             Crash first = assertThrows(Crash.class, () -> fitTopics(topics(sparse).optCheckpoints(every3).optProgress(crashAt(17))));
             assertEquals("simulated crash after batch 17", first.getMessage());
             assertEquals(List.of(15L, 12L), steps(folder), "the newest two of steps 3, 6, ..., 15 are kept");
@@ -133,7 +133,7 @@ class CheckpointTest {
     void aCheckpointAtAnEpochBoundaryResumesWithTheNextEpoch(@TempDir Path dir) {
         TopicRun straight = fitTopics(topics(true));
         // every 10 steps: the checkpoints fall exactly at the ends of epochs 1, 2 and 3
-        Checkpoints every10 = Checkpoints.every(10).keep(5).dir(dir);
+        Checkpoints every10 = Checkpoints.builder().setFolder(dir).optEverySteps(10).optKeep(5).build();
         assertThrows(Crash.class, () -> fitTopics(topics(true).optCheckpoints(every10).optProgress(crashAt(25))));
         assertEquals(List.of(20L, 10L), steps(dir));
         TopicRun resumed = fitTopics(topics(true).optCheckpoints(every10));
@@ -143,7 +143,7 @@ class CheckpointTest {
 
     @Test
     void aFinishedRunResumesToItsEndAndTrainsNoFurther(@TempDir Path dir) {
-        Checkpoints policy = Checkpoints.every(100).dir(dir);
+        Checkpoints policy = Checkpoints.builder().setFolder(dir).optEverySteps(100).build();
         TopicRun first = fitTopics(topics(true).optCheckpoints(policy));
         assertEquals(1, first.fit().checkpoints().written(), "only the final checkpoint (100 steps never come)");
         assertTrue(first.fit().resumedFrom().isEmpty());
@@ -159,7 +159,7 @@ class CheckpointTest {
     @Test
     void corruptOrTornCheckpointsArePassedOverForTheOneBefore(@TempDir Path dir) throws IOException {
         TopicRun straight = fitTopics(topics(true));
-        Checkpoints policy = Checkpoints.every(4).keep(3).dir(dir);
+        Checkpoints policy = Checkpoints.builder().setFolder(dir).optEverySteps(4).optKeep(3).build();
         assertThrows(Crash.class, () -> fitTopics(topics(true).optCheckpoints(policy).optProgress(crashAt(27))));
         assertEquals(List.of(24L, 20L, 16L), steps(dir));
         Path newest = dir.resolve(Checkpoints.fileName(24));
@@ -182,7 +182,7 @@ class CheckpointTest {
 
     @Test
     void otherSettingsOrDataAreRefusedNamingTheDifference(@TempDir Path dir) {
-        Checkpoints policy = Checkpoints.every(5).dir(dir);
+        Checkpoints policy = Checkpoints.builder().setFolder(dir).optEverySteps(5).build();
         assertThrows(Crash.class, () -> fitTopics(topics(true).optCheckpoints(policy).optProgress(crashAt(12))));
         MemfitException rate = assertThrows(MemfitException.class,
                 () -> fitTopics(topics(true).optLearningRate(0.1).optCheckpoints(policy)));
@@ -201,7 +201,7 @@ class CheckpointTest {
 
     @Test
     void aCheckpointReadsInH5pyWithTheModelsValues(@TempDir Path dir) {
-        TopicRun run = fitTopics(topics(true).optEpochs(2).optCheckpoints(Checkpoints.every(7).keep(1).dir(dir)));
+        TopicRun run = fitTopics(topics(true).optEpochs(2).optCheckpoints(Checkpoints.builder().setFolder(dir).optEverySteps(7).optKeep(1).build()));
         assertEquals(List.of(20L), steps(dir), "keep(1): only the final checkpoint is left");
         String out = PythonPeer.run("""
                 import sys, json, h5py, numpy as np
@@ -232,16 +232,20 @@ class CheckpointTest {
     @Test
     void aTimedPolicySavesAfterTheStepThatMakesItDueAndStartingOverClearsTheFolder(@TempDir Path dir) {
         FitResult timed = fitTopics(topics(true).optEpochs(1)
-                .optCheckpoints(Checkpoints.every(Duration.ofNanos(1)).keep(2).dir(dir))).fit();
+                .optCheckpoints(Checkpoints.builder().setFolder(dir).optEveryTime(Duration.ofNanos(1)).optKeep(2).build())).fit();
         assertEquals(10, timed.checkpoints().written(), "due after every one of the 10 steps");
         assertTrue(timed.checkpoints().seconds() > 0 && timed.checkpoints().lastBytes() > 0);
         assertEquals(List.of(10L, 9L), steps(dir));
         FitResult over = fitTopics(topics(true).optEpochs(1)
-                .optCheckpoints(Checkpoints.every(4).dir(dir).optResume(false))).fit();
+                .optCheckpoints(Checkpoints.builder().setFolder(dir).optEverySteps(4).optResume(false).build())).fit();
         assertTrue(over.resumedFrom().isEmpty());
         assertEquals(List.of(10L, 8L), steps(dir), "the old run's checkpoints went with the first new one");
-        assertThrows(IllegalArgumentException.class, () -> topics(true).optCheckpoints(Checkpoints.every(3)).build(),
-                "a policy without a folder is refused when the trainer is built");
+        MemfitException noFolder = assertThrows(MemfitException.class, () -> Checkpoints.builder().optEverySteps(3).build(),
+                "a policy without a folder is refused when it is built");
+        assertTrue(noFolder.getMessage().contains("setFolder"), noFolder.getMessage());
+        MemfitException noInterval = assertThrows(MemfitException.class, () -> Checkpoints.builder().setFolder(dir).build());
+        assertTrue(noInterval.getMessage().contains("optEverySteps(n), optEveryTime(duration)"), noInterval.getMessage());
+        assertThrows(MemfitException.class, () -> Checkpoints.builder().setFolder(dir).optEverySteps(2).optKeep(0).build());
     }
 
     @Test
@@ -257,7 +261,7 @@ class CheckpointTest {
             }
         };
         FitResult straight = fit.apply(vae.get());
-        Checkpoints policy = Checkpoints.every(4).dir(dir.resolve("runs"));
+        Checkpoints policy = Checkpoints.builder().setFolder(dir.resolve("runs")).optEverySteps(4).build();
         assertThrows(Crash.class, () -> fit.apply(vae.get().optCheckpoints(policy).optProgress(crashAt(10))));
         FitResult resumed = fit.apply(vae.get().optCheckpoints(policy));
         assertEquals(8, resumed.checkpoints().resumedAtStep());
@@ -278,7 +282,7 @@ class CheckpointTest {
             };
             FitResult straight = fit.apply(classifier.get());
             // 12 batches an epoch in steps of 3: checkpoints only between steps, never inside an accumulation
-            Checkpoints policy = Checkpoints.every(2).dir(dir);
+            Checkpoints policy = Checkpoints.builder().setFolder(dir).optEverySteps(2).build();
             assertThrows(Crash.class, () -> fit.apply(classifier.get().optCheckpoints(policy).optProgress(crashAt(23))));
             assertEquals(List.of(6L, 4L), steps(dir));
             FitResult resumed = fit.apply(classifier.get().optCheckpoints(policy));
@@ -328,7 +332,7 @@ class CheckpointTest {
         };
         FitResult straight = fit.apply(classifier.get());
         assertEquals(3 * 22, straight.stepLosses().length, "22 batches an epoch");
-        Checkpoints policy = Checkpoints.every(5).dir(dir.resolve("runs"));
+        Checkpoints policy = Checkpoints.builder().setFolder(dir.resolve("runs")).optEverySteps(5).build();
         assertThrows(Crash.class, () -> fit.apply(classifier.get().optCheckpoints(policy).optProgress(crashAt(33))));
         FitResult resumed = fit.apply(classifier.get().optCheckpoints(policy));
         assertEquals(30, resumed.checkpoints().resumedAtStep(), "step 30: batch 8 of epoch 2, inside the epoch");
@@ -347,7 +351,7 @@ class CheckpointTest {
                 Thread.currentThread().interrupt();
             }
         };
-        Checkpoints policy = Checkpoints.every(5).dir(dir);
+        Checkpoints policy = Checkpoints.builder().setFolder(dir).optEverySteps(5).build();
         java.util.concurrent.CompletableFuture<TopicRun> first = java.util.concurrent.CompletableFuture.supplyAsync(
                 () -> fitTopics(topics(true).optEpochs(1).optCheckpoints(policy).optProgress(held)));
         running.await();

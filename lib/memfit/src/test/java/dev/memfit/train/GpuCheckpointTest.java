@@ -70,9 +70,9 @@ class GpuCheckpointTest {
         assertEquals(40, straight.fit().stepLosses().length, "300 documents in batches of 32, 4 epochs");
 
         Path onGpu = dir.resolve("gpu");
-        assertThrows(CheckpointTest.Crash.class, () -> fit(topics(gpu).optCheckpoints(Checkpoints.every(5).dir(onGpu))
+        assertThrows(CheckpointTest.Crash.class, () -> fit(topics(gpu).optCheckpoints(Checkpoints.builder().setFolder(onGpu).optEverySteps(5).build())
                 .optProgress(CheckpointTest.crashAt(17))));
-        Run resumed = fit(topics(gpu).optCheckpoints(Checkpoints.every(5).dir(onGpu)));
+        Run resumed = fit(topics(gpu).optCheckpoints(Checkpoints.builder().setFolder(onGpu).optEverySteps(5).build()));
         assertEquals(15, resumed.fit().checkpoints().resumedAtStep());
         assertArrayEquals(straight.fit().stepLosses(), resumed.fit().stepLosses(), 0.0, "loss of every step, on the GPU");
         for (int t = 0; t < straight.topicTerms().length; t++) {
@@ -81,9 +81,9 @@ class GpuCheckpointTest {
         assertArrayEquals(straight.firstDocument(), resumed.firstDocument(), 0f, "document 0's topics, on the GPU");
 
         Path fromGpu = dir.resolve("gpu-then-cpu");
-        assertThrows(CheckpointTest.Crash.class, () -> fit(topics(gpu).optCheckpoints(Checkpoints.every(5).dir(fromGpu))
+        assertThrows(CheckpointTest.Crash.class, () -> fit(topics(gpu).optCheckpoints(Checkpoints.builder().setFolder(fromGpu).optEverySteps(5).build())
                 .optProgress(CheckpointTest.crashAt(17))));
-        Run onCpu = fit(topics(Device.cpu()).optCheckpoints(Checkpoints.every(5).dir(fromGpu)));
+        Run onCpu = fit(topics(Device.cpu()).optCheckpoints(Checkpoints.builder().setFolder(fromGpu).optEverySteps(5).build()));
         assertEquals(Device.cpu(), onCpu.fit().device());
         assertEquals(15, onCpu.fit().checkpoints().resumedAtStep());
         double[] gpuSteps = straight.fit().stepLosses();

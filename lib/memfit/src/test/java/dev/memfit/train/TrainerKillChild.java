@@ -32,7 +32,7 @@ public final class TrainerKillChild {
         TopicModel.Builder builder = TopicModel.builder().setTopics(3).optEpochs(4).optLearningRate(0.05).optSeed(3)
                 .optProgress(progress(progressFile));
         if (!args[1].equals("none")) {
-            builder.optCheckpoints(Checkpoints.every(3).keep(2).dir(Path.of(args[1])));
+            builder.optCheckpoints(Checkpoints.builder().setFolder(Path.of(args[1])).optEverySteps(3).optKeep(2).build());
         }
         try (TopicModel model = builder.build();
              Loader loader = Datasets.npy(counts).mapped().optBatchSize(32).optShuffle(5).build()) {
