@@ -91,10 +91,10 @@ public final class CheckpointBenchmark {
             long steps = plain.steps();
             // once first, so that class loading and compilation of the writer are not counted as checkpoint time
             Path warmUp = settings.directory().resolve("checkpoints-warm-up");
-            fit(settings, file, Checkpoints.builder().setFolder(warmUp).optEverySteps(Math.max(1, steps / settings.checkpointsPerEpoch())).optKeep(1).build()
-                    .optResume(false));
+            long every = Math.max(1, steps / settings.checkpointsPerEpoch());
+            fit(settings, file, Checkpoints.builder().setFolder(warmUp).optEverySteps(every).optKeep(1).optResume(false).build());
             Folders.deleteTree(warmUp);
-            Checkpoints policy = Checkpoints.builder().setFolder(folder).optEverySteps(Math.max(1, steps / settings.checkpointsPerEpoch())).optKeep(1).build();
+            Checkpoints policy = Checkpoints.builder().setFolder(folder).optEverySteps(every).optKeep(1).build();
             FitResult saved = fit(settings, file, policy);
             long start = System.nanoTime();
             FitResult resumed = fit(settings, file, policy);
