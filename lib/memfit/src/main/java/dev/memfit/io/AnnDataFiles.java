@@ -1,8 +1,8 @@
 package dev.memfit.io;
 
 import dev.memfit.MemfitException;
-import dev.memfit.ProgressListener;
 import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.anndata.ReaderSettings;
 import dev.memfit.io.hdf5.H5ad;
 import dev.memfit.io.storage.Storage;
 import dev.memfit.io.zarr.ZarrAnnData;
@@ -149,17 +149,17 @@ public final class AnnDataFiles {
     public record Version(long bytes, String modified) {
     }
 
-    /** Settings of a reader; those for a CSC X apply to both formats. */
-    public static final class Builder {
+    /** Settings of a reader: the file or store, its storage, and the settings every AnnData reader has. */
+    public static final class Builder extends ReaderSettings<Builder> {
         private Path file;
         private Storage storage;
-        private String layer = "X";
-        private ProgressListener progress = ProgressListener.console();
-        private Path scratch;
-        private long budget = -1;
-        private long chunkCacheBytes = H5ad.DEFAULT_CHUNK_CACHE_BYTES;
 
         private Builder() {
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
         }
 
         /**
@@ -189,64 +189,6 @@ public final class AnnDataFiles {
         }
 
         /**
-         * Sets the matrix read as X (default {@code X}): {@code raw/X} (with the genes of {@code raw/var}), or a layer,
-         * {@code layers/NAME} or {@code NAME}.
-         *
-         * @param matrix the matrix
-         * @return this builder
-         */
-        public Builder optLayer(String matrix) {
-            this.layer = matrix;
-            return this;
-        }
-
-        /**
-         * Sets where the progress of a CSC transpose goes (default {@link ProgressListener#console()}).
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
-            return this;
-        }
-
-        /**
-         * Sets the folder under which a CSC X's transpose gets a folder of its own (default: {@code -Dmemfit.scratch},
-         * {@code MEMFIT_SCRATCH}, else {@code java.io.tmpdir}).
-         *
-         * @param folder a local folder
-         * @return this builder
-         */
-        public Builder optScratch(Path folder) {
-            this.scratch = folder;
-            return this;
-        }
-
-        /**
-         * Sets the bound of the reader's cache of decoded chunks (default 64 MiB): {@link H5ad.Builder#optChunkCacheBytes}
-         * or {@link dev.memfit.io.zarr.ZarrAnnData.Builder#optChunkCacheBytes}.
-         *
-         * @param bytes at least 0
-         * @return this builder
-         */
-        public Builder optChunkCacheBytes(long bytes) {
-            this.chunkCacheBytes = bytes;
-            return this;
-        }
-
-        /**
-         * Sets the memory a CSC X's transpose may use ({@link H5ad.Builder#optTransposeBudget}).
-         *
-         * @param bytes the budget
-         * @return this builder
-         */
-        public Builder optTransposeBudget(long bytes) {
-            this.budget = bytes;
-            return this;
-        }
-
-        /**
          * Opens the file or store with the reader its kind needs and checks its layout.
          *
          * @return the reader, to be closed
@@ -259,26 +201,13 @@ public final class AnnDataFiles {
             boolean zarr = storage == null ? isZarr(file)
                     : isZarrName(file.toString()) || !file.toString().toLowerCase(Locale.ROOT).endsWith(".h5ad");
             if (zarr) {
-                ZarrAnnData.Builder builder = ZarrAnnData.builder().setStore(file).optStorage(storage).optLayer(layer)
-                        .optProgress(progress).optScratch(scratch).optChunkCacheBytes(chunkCacheBytes);
-                if (budget != -1) {
-                    builder.optTransposeBudget(budget);
-                }
-                return builder.open();
+                return copyTo(ZarrAnnData.builder().setStore(file).optStorage(storage)).open();
             }
             if (storage != null && !Files.isRegularFile(file)) {
                 throw new MemfitException(file + ": an .h5ad is read from a local file; stage an object in a bucket first "
                         + "(ObjectCache.stage(uri).file()), or give a .zarr store, which is read chunk by chunk");
             }
-            H5ad.Builder builder = H5ad.builder().setFile(file).optLayer(layer).optProgress(progress)
-                    .optChunkCacheBytes(chunkCacheBytes);
-            if (scratch != null) {
-                builder.optScratch(scratch);
-            }
-            if (budget != -1) {
-                builder.optTransposeBudget(budget);
-            }
-            return builder.open();
+            return copyTo(H5ad.builder().setFile(file)).open();
         }
     }
 }

@@ -16,6 +16,7 @@ import io.jhdf.object.datatype.FloatingPoint;
 import dev.memfit.NativeMemory;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.anndata.ReaderSettings;
 import dev.memfit.io.anndata.AnnDataColumns;
 import dev.memfit.io.anndata.CscTranspose;
 import dev.memfit.io.anndata.FrameColumn;
@@ -132,7 +133,7 @@ public final class H5ad implements AnnData {
     }
 
     /** The bound of a file's cache of decoded chunks unless {@link Builder#optChunkCacheBytes} sets another: 64 MiB. */
-    public static final long DEFAULT_CHUNK_CACHE_BYTES = 64L << 20;
+    public static final long DEFAULT_CHUNK_CACHE_BYTES = ReaderSettings.DEFAULT_CHUNK_CACHE_BYTES;
 
     /**
      * A reader with settings for a CSC X: {@code H5ad.builder().setFile(f).optProgress(p).optScratch(dir).open()}.
@@ -147,27 +148,14 @@ public final class H5ad implements AnnData {
      * Settings of a reader. Only a CSC X uses them: it is transposed to CSR in the scratch folder, with at most the
      * memory budget plus 8 bytes per cell for row pointers, reporting "Transposing X (CSC to CSR)" in stored values.
      */
-    public static final class Builder {
+    public static final class Builder extends ReaderSettings<Builder> {
         private Path file;
-        private ProgressListener progress = ProgressListener.console();
-        private Path scratch;
-        private long budget = -1;
-        private String layer = "X";
-        private long chunkCacheBytes = DEFAULT_CHUNK_CACHE_BYTES;
 
         private Builder() {
         }
 
-        /**
-         * Sets the matrix read as X (default {@code X}): {@code raw/X} (or {@code raw}: raw counts anndata keeps beside
-         * a normalized X, with their own genes in {@code raw/var}), or a layer, {@code layers/NAME} or just
-         * {@code NAME} (such as {@code counts}). Every read, the shape and {@code var} are then that matrix's.
-         *
-         * @param layer the matrix
-         * @return this builder
-         */
-        public Builder optLayer(String layer) {
-            this.layer = layer;
+        @Override
+        protected Builder self() {
             return this;
         }
 
@@ -183,56 +171,6 @@ public final class H5ad implements AnnData {
         }
 
         /**
-         * Sets where the progress of a transpose goes (default {@link ProgressListener#console()}).
-         *
-         * @param listener the listener, such as {@link ProgressListener#silent()}
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
-            return this;
-        }
-
-        /**
-         * Sets the folder under which a transpose gets a temporary folder of its own (default: {@code -Dmemfit.scratch}
-         * or {@code MEMFIT_SCRATCH}, else {@code java.io.tmpdir}). It needs 8 bytes per stored value, plus 12 more while
-         * the transpose runs when X does not fit in the budget; the files are gone when the last reader of the file
-         * closes.
-         *
-         * @param folder a local folder, created when missing
-         * @return this builder
-         */
-        public Builder optScratch(Path folder) {
-            this.scratch = folder;
-            return this;
-        }
-
-        /**
-         * Sets the memory a transpose may use besides its row pointers (default 256 MiB, or
-         * {@code -Dmemfit.transpose.budget=BYTES}); a smaller budget means more, smaller bands, not more passes.
-         *
-         * @param bytes at least 192
-         * @return this builder
-         */
-        public Builder optTransposeBudget(long bytes) {
-            this.budget = bytes;
-            return this;
-        }
-
-        /**
-         * Sets the bound of the file's cache of decoded chunks (default {@value #DEFAULT_CHUNK_CACHE_BYTES} bytes, 64
-         * MiB), shared by X's arrays; a chunked dense X raises it to two bands of chunks, a block-shuffled loader to its
-         * window ({@link #reserveChunkCache}).
-         *
-         * @param bytes at least 0
-         * @return this builder
-         */
-        public Builder optChunkCacheBytes(long bytes) {
-            this.chunkCacheBytes = bytes;
-            return this;
-        }
-
-        /**
          * Opens the file and checks its layout.
          *
          * @return the reader, to be closed
@@ -242,16 +180,8 @@ public final class H5ad implements AnnData {
             if (file == null) {
                 throw new MemfitException("setFile(file) is required: the .h5ad to read");
             }
-            if (progress == null) {
-                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
-            }
-            long bytes = AnnData.checkSettings(layer, budget);
-            if (chunkCacheBytes < 0) {
-                throw new MemfitException("optChunkCacheBytes(" + chunkCacheBytes + "): the chunk cache bound is at least 0 "
-                        + "bytes (default " + DEFAULT_CHUNK_CACHE_BYTES + ")");
-            }
-            H5ad h5ad = H5ad.open(file, AnnData.matrixPath(layer), scratch == null ? CscTranspose.defaultScratch() : scratch,
-                    bytes, chunkCacheBytes, progress);
+            long bytes = checkSettings();
+            H5ad h5ad = H5ad.open(file, AnnData.matrixPath(layer()), scratchFolder(), bytes, chunkCacheBytes(), progress());
             try {
                 h5ad.checkFrame("obs", h5ad.observations, "n_obs");
                 h5ad.checkFrame(h5ad.varFrame, h5ad.variables, "n_vars");

@@ -6,6 +6,7 @@ import dev.memfit.InvalidFileException;
 import dev.memfit.MemfitException;
 import dev.memfit.ProgressListener;
 import dev.memfit.io.anndata.AnnData;
+import dev.memfit.io.anndata.ReaderSettings;
 import dev.memfit.io.anndata.AnnDataColumns;
 import dev.memfit.io.anndata.CscTranspose;
 import dev.memfit.io.anndata.FrameColumn;
@@ -106,16 +107,16 @@ public final class ZarrAnnData implements AnnData {
     }
 
     /** Settings of a reader; those for a CSC X are {@code H5ad}'s. */
-    public static final class Builder {
+    public static final class Builder extends ReaderSettings<Builder> {
         private Path store;
         private Storage storage;
-        private ProgressListener progress = ProgressListener.console();
-        private Path scratch;
-        private long budget = -1;
-        private String layer = "X";
-        private long cacheBytes = Zarr.DEFAULT_CACHE_BYTES;
 
         private Builder() {
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
         }
 
         /**
@@ -143,63 +144,6 @@ public final class ZarrAnnData implements AnnData {
         }
 
         /**
-         * Sets the matrix read as X (default {@code X}): {@code raw/X} (with the genes of {@code raw/var}), or a
-         * layer, {@code layers/NAME} or {@code NAME}.
-         *
-         * @param matrix the matrix
-         * @return this builder
-         */
-        public Builder optLayer(String matrix) {
-            this.layer = matrix;
-            return this;
-        }
-
-        /**
-         * Sets where the progress of a transpose goes (default {@link ProgressListener#console()}).
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder optProgress(ProgressListener listener) {
-            this.progress = listener;
-            return this;
-        }
-
-        /**
-         * Sets the folder under which a transpose of a CSC X gets a folder of its own (default: {@code -Dmemfit.scratch}
-         * or {@code MEMFIT_SCRATCH}, else {@code java.io.tmpdir}).
-         *
-         * @param folder a local folder
-         * @return this builder
-         */
-        public Builder optScratch(Path folder) {
-            this.scratch = folder;
-            return this;
-        }
-
-        /**
-         * Sets the memory a transpose may use besides its row pointers (default 256 MiB).
-         *
-         * @param bytes at least 192
-         * @return this builder
-         */
-        public Builder optTransposeBudget(long bytes) {
-            this.budget = bytes;
-            return this;
-        }
-
-        /**
-         * Sets the bound of the store's cache of decoded chunks (default 64 MiB).
-         *
-         * @param bytes at least 0
-         * @return this builder
-         */
-        public Builder optChunkCacheBytes(long bytes) {
-            this.cacheBytes = bytes;
-            return this;
-        }
-
-        /**
          * Opens the store and checks its layout.
          *
          * @return the reader, to be closed
@@ -210,19 +154,16 @@ public final class ZarrAnnData implements AnnData {
             if (store == null) {
                 throw new MemfitException("setStore(path) is required: the .zarr folder or .zarr.zip to read");
             }
-            if (progress == null) {
-                throw new MemfitException("optProgress(null): pass ProgressListener.silent() to report nothing");
-            }
-            long bytes = AnnData.checkSettings(layer, budget);
+            long bytes = checkSettings();
             if (storage == null && !Files.exists(store)) {
                 throw new InvalidFileException(store, -1, "a zarr store (a .zarr folder or .zarr.zip)", "no such file or folder");
             }
-            Zarr zarr = storage == null ? Zarr.open(Storage.local(), store, cacheBytes, true)
-                    : Zarr.open(storage, store, cacheBytes);
+            Zarr zarr = storage == null ? Zarr.open(Storage.local(), store, chunkCacheBytes(), true)
+                    : Zarr.open(storage, store, chunkCacheBytes());
             ZarrAnnData read;
             try {
-                read = ZarrAnnData.openMatrix(zarr, store, storage, AnnData.matrixPath(layer),
-                        scratch == null ? CscTranspose.defaultScratch() : scratch, bytes, progress);
+                read = ZarrAnnData.openMatrix(zarr, store, storage, AnnData.matrixPath(layer()), scratchFolder(), bytes,
+                        progress());
             } catch (RuntimeException e) {
                 zarr.close();
                 throw e;
