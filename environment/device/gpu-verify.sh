@@ -77,7 +77,8 @@ fi
 
 if [[ " $STEPS " == *" tests "* ]]; then
     t "GPU-gated tests"
-    cp=lib/memfit/target/memfit-tests.jar
+    # GpuTrainingTest and GpuCheckpointTest are memfit-notebook's tests (they train on dev.memfit.synthetic data)
+    cp=lib/memfit/target/memfit-tests.jar:lib/notebook/target/memfit-notebook-tests.jar
     for jar in lib/cli/target/lib/*.jar; do cp="$cp:$jar"; done
     timeout 600 "$JAVA_HOME/bin/java" "${JOPTS[@]}" -jar .device/junit/junit-platform-console-standalone-*.jar execute \
         --disable-banner --details=tree --fail-if-no-tests --reports-dir "$OUT/results/junit" --class-path "$cp" \

@@ -2,9 +2,10 @@
 # Packs what a GPU machine with a CUDA torch but no Java, Maven or network needs to run memfit's GPU checks
 # (environment/device/gpu-verify.sh): a jlinked JDK (javac and jni.h for ./memfit gpu-setup, JShell for the notebooks),
 # the built jars (less DJL's CPU natives, the S3 test server's stack, ICU (Tablesaw's CSV charset guess) and other
-# platforms' natives), the test jar, JUnit's console launcher, fonts for the charts, and DJL's JNI sources. Writes
-# .device/gpu-carry.tar.xz (unpacked over the repository root there) and copies the JNI sources beside it. Run after
-# ./memfit setup (or ./mvnw package) on this machine. The device tool carries at most 64 MiB: the tarball is ~52 MB.
+# platforms' natives), the test jars (the core's and memfit-notebook's), JUnit's console launcher, fonts for the
+# charts, and DJL's JNI sources. Writes .device/gpu-carry.tar.xz (unpacked over the repository root there) and copies
+# the JNI sources beside it. Run after ./memfit setup (or ./mvnw package) on this machine. The device tool carries
+# at most 64 MiB: the tarball is ~52 MB.
 #
 # usage: environment/device/pack-gpu.sh [DJL_SRC_TARBALL] [PREBUILT_JNI.so]
 set -euo pipefail
@@ -19,7 +20,8 @@ OUT=$ROOT/.device
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$OUT"
-for f in lib/cli/target/memfit-cli.jar lib/memfit/target/memfit-tests.jar environment/kernel/target/memfit-kernel.jar \
+for f in lib/cli/target/memfit-cli.jar lib/memfit/target/memfit-tests.jar lib/notebook/target/memfit-notebook-tests.jar \
+        environment/kernel/target/memfit-kernel.jar \
         environment/kernel/target/lib/gson.jar "$DJL_SRC"; do
     [ -f "$f" ] || { echo "pack-gpu: missing $f (run ./memfit setup and ./mvnw -DskipTests package first)" >&2; exit 1; }
 done
@@ -30,7 +32,7 @@ done
     --output "$STAGE/.device/jdk"
 
 # 2. the jars the CLI and the kernel load, as lib/cli/target/lib holds them, less what a GPU check never loads
-mkdir -p "$STAGE/lib/cli/target/lib" "$STAGE/lib/memfit/target" "$STAGE/environment/kernel/target/lib" "$STAGE/.device/junit"
+mkdir -p "$STAGE/lib/cli/target/lib" "$STAGE/lib/memfit/target" "$STAGE/lib/notebook/target" "$STAGE/environment/kernel/target/lib" "$STAGE/.device/junit"
 skip='^(pytorch-native-cpu|icu4j|pytorch-jni|s3proxy|opentelemetry|prometheus|protobuf-java|args4j|jimfs|jackson-(core|databind|dataformat-xml)-3|stax2-api|woodstox|sshd-|jetty-|jakarta\.|jcl-over-slf4j|memfit-bench)'
 # the dependency list of this build, so that jars left in target/lib by earlier builds are not carried
 mapfile -t wanted < <(./mvnw -o -q -B dependency:list -pl lib/cli -DincludeScope=runtime -DoutputFile=/dev/stdout \
@@ -47,6 +49,8 @@ for jar in "$STAGE"/lib/cli/target/lib/*.jar; do
 done
 cp lib/cli/target/memfit-cli.jar "$STAGE/lib/cli/target/"
 cp lib/memfit/target/memfit-tests.jar "$STAGE/lib/memfit/target/"
+# the GPU tests that train on synthetic data (dev.memfit.train.Gpu*Test) are memfit-notebook's
+cp lib/notebook/target/memfit-notebook-tests.jar "$STAGE/lib/notebook/target/"
 cp environment/kernel/target/memfit-kernel.jar "$STAGE/environment/kernel/target/"
 cp environment/kernel/target/lib/gson.jar "$STAGE/environment/kernel/target/lib/"
 ./mvnw -q -B dependency:copy -Dartifact="org.junit.platform:junit-platform-console-standalone:1.${JUNIT_VERSION#5.}" \

@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Keeps the layers of ARCHITECTURE.md: read from the compiled classes (every class a class file refers to, so a
  * fully qualified name in code counts as much as an import), each package of the library refers only to packages
- * below it, and the library refers to none of the modules built on it (bench, cli, nd4j, spark).
+ * below it, and the library refers to none of the modules built on it (bench, cli, nd4j, spark). memfit-notebook's
+ * packages (synthetic data, scores, charts) use only the library and the notebook packages below them.
  */
 class LayersTest {
 
@@ -48,9 +49,16 @@ class LayersTest {
             "dev.memfit.data",          // Loader, Batch, Datasets: the one batch pipeline
             "dev.memfit.prep",
             "dev.memfit.memory",
-            "dev.memfit.train",
-            "dev.memfit.synthetic",
-            "dev.memfit.eval");
+            "dev.memfit.train");
+
+    /**
+     * memfit-notebook's packages, bottom first: each may use the library's packages, itself and the packages before it
+     * here. Synthetic data and scores were the library's top layers; they moved here, so the library holds neither.
+     */
+    static final List<String> NOTEBOOK_LAYERS = List.of(
+            "dev.memfit.synthetic",     // corpora, particles, atlases with known answers; resampling a file
+            "dev.memfit.eval",          // topic recovery (Hungarian matching), latent-space separability
+            "dev.memfit.plot");         // charts, tables, measurements, workspaces, lesson checks
 
     /** Modules built on the library; the library may not refer to them, nor bench to cli. */
     static final List<String> ABOVE_THE_LIBRARY = List.of("dev.memfit.cloud", "dev.memfit.plot", "dev.memfit.nd4j", "dev.memfit.bench",
@@ -78,14 +86,23 @@ class LayersTest {
 
     @Test
     void libraryCodeReportsProgressOnlyThroughAListener() {
-        // Library code calls the ProgressListener it is given; drawing a bar is the console listener's business.
+        // Library code calls the ProgressListener it is given; drawing a bar is the console listener's business. So
+        // does memfit-notebook's synthetic data (files many times the heap, written with a listener).
+        List<Path> folders = new ArrayList<>();
+        for (String layer : List.of("io", "sample", "source", "shard", "prep")) {
+            folders.add(classRoot(DType.class).resolve("dev/memfit/" + layer));
+        }
+        folders.add(classRoot(dev.memfit.synthetic.SyntheticAtlas.class).resolve("dev/memfit/synthetic"));
         List<String> printing = new ArrayList<>();
-        for (String layer : List.of("io", "sample", "source", "shard", "prep", "synthetic")) {
-            forEachClassReference(classRoot(DType.class).resolve("dev/memfit/" + layer), (from, to) -> {
+        for (Path folder : folders) {
+            TreeSet<String> scanned = new TreeSet<>();
+            forEachClassReference(folder, (from, to) -> {
+                scanned.add(from);
                 if (to.equals("dev/memfit/Progress") || to.startsWith("me/tongfei/")) {
                     printing.add(from + " uses " + to);
                 }
             });
+            assertTrue(!scanned.isEmpty(), "no classes under " + folder.toUri() + ": the check would pass unread");
         }
         assertTrue(printing.isEmpty(), String.join("\n", printing));
     }
@@ -102,9 +119,34 @@ class LayersTest {
     }
 
     @Test
-    void chartsLiveInTheNotebookModuleAndXChartStaysOffTheLibrary() {
-        assertTheLibraryRefersToNone("org/knowm/xchart/");
-        assertAModuleOfOnePackageUsesOnlyTheLibrary(dev.memfit.plot.Charts.class, "memfit-notebook");
+    void chartsSyntheticDataAndScoresLiveInTheNotebookModuleNotTheLibrary() {
+        // a class of these packages in the library refers to itself, so this also finds one moved back
+        assertTheLibraryRefersToNone("org/knowm/xchart/", "dev/memfit/plot/", "dev/memfit/synthetic/", "dev/memfit/eval/");
+        for (Class<?> member : List.of(dev.memfit.synthetic.SyntheticAtlas.class, dev.memfit.eval.TopicRecovery.class)) {
+            assertEquals(dev.memfit.plot.Charts.class.getProtectionDomain().getCodeSource().getLocation(),
+                    member.getProtectionDomain().getCodeSource().getLocation(),
+                    member.getName() + " ships in memfit-notebook");
+        }
+    }
+
+    @Test
+    void theNotebookModulesPackagesUseOnlyTheLibraryAndThePackagesBelowThem() {
+        Map<String, TreeSet<String>> uses = packageDependencies(classRoot(dev.memfit.plot.Charts.class));
+        assertEquals(new TreeSet<>(NOTEBOOK_LAYERS), new TreeSet<>(uses.keySet()),
+                "memfit-notebook holds these packages, each with its place in NOTEBOOK_LAYERS (and ARCHITECTURE.md)");
+        List<String> violations = new ArrayList<>();
+        uses.forEach((from, targets) -> {
+            int level = NOTEBOOK_LAYERS.indexOf(from);
+            for (String to : targets) {
+                int target = NOTEBOOK_LAYERS.indexOf(to);
+                if (target > level) {
+                    violations.add(from + " uses " + to + ", which is above it");
+                } else if (target < 0 && !LAYERS.contains(to)) {
+                    violations.add(from + " uses " + to + ", which is neither the library nor memfit-notebook");
+                }
+            }
+        });
+        assertTrue(violations.isEmpty(), String.join("\n", violations));
     }
 
     @Test

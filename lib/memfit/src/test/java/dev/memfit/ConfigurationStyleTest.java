@@ -20,11 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * One configuration style: in the layers below the trainers, a public static or constructor takes at most three
- * arguments; more settings make a builder ({@code setX}, {@code optX}, a terminal call).
+ * arguments; more settings make a builder ({@code setX}, {@code optX}, a terminal call). memfit-notebook's
+ * {@code dev.memfit.synthetic} is held to the same rule by its own test, through {@link #positionalCalls}.
  */
-class ConfigurationStyleTest {
+public class ConfigurationStyleTest {
 
-    private static final List<String> LAYERS = List.of("io", "source", "sample", "shard", "prep", "synthetic");
+    private static final List<String> LAYERS = List.of("io", "source", "sample", "shard", "prep");
 
     /** Left positional on purpose, each with its reason (records' canonical constructors are skipped anyway). */
     private static final Set<String> ALLOWED = Set.of(
@@ -39,15 +40,27 @@ class ConfigurationStyleTest {
 
     @Test
     void publicStaticsAndConstructorsTakeAtMostThreeArguments() throws IOException, URISyntaxException {
-        Path root = Path.of(DType.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        List<String> positional = positionalCalls(DType.class, LAYERS);
+        assertTrue(positional.isEmpty(), "make these builders:\n" + String.join("\n", positional));
+    }
+
+    /**
+     * The public statics and constructors of more than three arguments (records' canonical constructors and
+     * {@link #ALLOWED} aside) of each layer {@code dev/memfit/<layer>} in the class folder that holds {@code anchor}
+     * (its module's target/classes under Surefire); fails if a layer has no classes there, so none passes unread.
+     */
+    public static List<String> positionalCalls(Class<?> anchor, List<String> layers) throws IOException, URISyntaxException {
+        Path root = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
         List<String> positional = new ArrayList<>();
-        for (String layer : LAYERS) {
+        for (String layer : layers) {
             try (Stream<Path> files = Files.walk(root.resolve("dev/memfit/" + layer))) {
-                for (Path file : files.filter(f -> f.toString().endsWith(".class")).toList()) {
+                List<Path> classes = files.filter(f -> f.toString().endsWith(".class")).toList();
+                assertTrue(!classes.isEmpty(), "no classes of dev.memfit." + layer + " under " + root);
+                for (Path file : classes) {
                     String name = root.relativize(file).toString().replace('/', '.').replaceAll("\\.class$", "");
                     Class<?> type;
                     try {
-                        type = Class.forName(name, false, getClass().getClassLoader());
+                        type = Class.forName(name, false, anchor.getClassLoader());
                     } catch (ClassNotFoundException e) {
                         throw new AssertionError(e);
                     }
@@ -70,7 +83,7 @@ class ConfigurationStyleTest {
                 }
             }
         }
-        assertTrue(positional.isEmpty(), "make these builders:\n" + String.join("\n", positional));
+        return positional;
     }
 
     private static boolean isPublic(Class<?> type) {

@@ -16,6 +16,7 @@ class CoreClassPathTest {
     @Test
     void chartsTablesTheAwsSdkAndSparkAreNotOnTheCoresClassPath() {
         for (String name : List.of("org.knowm.xchart.XYChart", "tech.tablesaw.api.Table",
+                "dev.memfit.synthetic.SyntheticAtlas", "dev.memfit.eval.TopicRecovery",   // memfit-notebook's synthetic data and scores
                 "software.amazon.awssdk.services.s3.S3Client", "dev.memfit.cloud.BlockCache", "dev.memfit.plot.Charts", "dev.memfit.plot.Lesson",
                 "org.apache.spark.SparkContext")) {
             assertThrows(ClassNotFoundException.class, () -> Class.forName(name, false, getClass().getClassLoader()),

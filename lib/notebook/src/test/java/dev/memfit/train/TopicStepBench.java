@@ -19,6 +19,8 @@ import java.util.Locale;
  * <pre>
  * java -cp ... -Dai.djl.pytorch.num_threads=1 dev.memfit.train.TopicStepBench [docs terms k batch epochs sparse device]
  * </pre>
+ * The class path: memfit-notebook's test classes ({@code lib/notebook/target/test-classes}) and the CLI's class path
+ * ({@code lib/cli/target/lib/*}), which holds the core and memfit-notebook.
  */
 public final class TopicStepBench {
 
