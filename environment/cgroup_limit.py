@@ -239,7 +239,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memory", help="the memory limit, page cache included: 2g, 512m, ...")
     parser.add_argument("--cpus", type=float, default=1.0, help="CPUs of time per period (default 1)")
-    parser.add_argument("--report", type=Path, help="write the limit and the measured figures as JSON")
+    parser.add_argument("--report", type=Path, default=os.environ.get("MEMFIT_CGROUP_REPORT") or None,
+                        help="write the limit and the measured figures as JSON (default: $MEMFIT_CGROUP_REPORT)")
     parser.add_argument("--check", action="store_true", help="exit 0 when a group can be made here, else say why")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

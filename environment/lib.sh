@@ -145,6 +145,14 @@ export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
 ${extra_env}# The GPU settings of ./memfit gpu-setup, read at each start so that a later gpu-setup needs no new kernelspec.
 GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
 if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
+# ./memfit notebooks --memory: the runner names a control group (its cgroup.procs files); the kernel joins it before
+# the JVM starts, so that the JVM sizes itself to the limit and everything it reads counts against it
+if [ -n "\${MEMFIT_CGROUP_PROCS:-}" ]; then
+  IFS=: read -ra memfit_groups <<< "\$MEMFIT_CGROUP_PROCS"
+  for procs in "\${memfit_groups[@]}"; do
+    echo \$\$ > "\$procs" || { echo "memfit: the kernel cannot join the control group \$procs" >&2; exit 1; }
+  done
+fi
 exec "$MEMFIT_JAVA" -Xmx\${MEMFIT_KERNEL_HEAP:-2g} $(memfit_java_options) ${jvm_flags:+$jvm_flags }\\
   -cp "$MEMFIT_ROOT/environment/kernel/target/memfit-kernel.jar:${jvm_classpath:+$jvm_classpath:}$MEMFIT_ROOT/environment/kernel/target/lib/rapaio-jupyter-kernel.jar" \\
   dev.memfit.kernel.KernelMain "\$@"

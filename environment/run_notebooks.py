@@ -1,6 +1,7 @@
 """Executes memfit's notebooks headless on the 'memfit' kernel and writes readable HTML with inline plots.
 
 usage: run_notebooks.py [--size small|default|large | --small] [--out DIR] [--timeout SECONDS] [--max-rss-mib N]
+                        [--memory SIZE [--cpus N]]
                         [NOTEBOOK ...]
 
 Each notebook runs in a fresh kernel with its folder as working directory; sizes come from its parameters cell,
@@ -9,7 +10,10 @@ which reads MEMFIT_* environment variables (--size sets MEMFIT_SIZE, the tier wh
 and its HTML are written to the output folder even when a cell fails, so the error can be read in place.
 Each kernel's peak resident memory (VmHWM of the kernel process and its children, read just before it shuts down)
 is printed and written with the times to summary.json in the output folder; --max-rss-mib fails a notebook whose
-kernel went above it (the small tier must fit Binder's 2 GB container).
+kernel went above it. --memory 2g --cpus 1 runs each kernel inside a control group of that size (Binder's container;
+environment/cgroup_limit.py, root or a delegated cgroup needed), which counts the page cache as a container does: the
+summary then records the limit, the group's peak memory, OOM kills (a notebook killed fails) and the bytes the kernel
+read from storage.
 Exit status: 0 when every notebook ran to the end.
 """
 import argparse
@@ -24,6 +28,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 from nbconvert import HTMLExporter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cgroup_limit  # noqa: E402  (environment/cgroup_limit.py, beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -164,16 +171,37 @@ def kernel_pid(km):
     return getattr(kernel, "pid", None)
 
 
+def read_bytes(pid, proc=Path("/proc")):
+    """Bytes pid and its descendants read from storage (the kernel's task I/O accounting), or None."""
+    total, found = 0, False
+    for member in descendants(pid, proc):
+        try:
+            for line in (proc / str(member) / "io").read_text().splitlines():
+                if line.startswith("read_bytes:"):
+                    total += int(line.split()[1])
+                    found = True
+        except (OSError, IndexError, ValueError):
+            continue
+    return total if found else None
+
+
 class MeasuringClient(NotebookClient):
-    """A NotebookClient that reads the kernel's peak resident memory just before it shuts the kernel down."""
+    """A NotebookClient that reads the kernel's peak resident memory, what it read from storage and whether it ran in
+    the run's control group, just before it shuts the kernel down."""
 
     peak_rss_kib = None
+    read_bytes = None
+    group = None
+    joined = None
 
     async def _async_cleanup_kernel(self):
         if self.peak_rss_kib is None and self.km is not None:
             pid = kernel_pid(self.km)
             if pid is not None:
                 self.peak_rss_kib = peak_rss_kib(pid)
+                self.read_bytes = read_bytes(pid)
+                if self.group is not None:
+                    self.joined = pid in self.group.members()
         await super()._async_cleanup_kernel()
 
 
@@ -184,17 +212,38 @@ def kernel_name(nb):
     return name if name in ("memfit", "memfit-spark") else "memfit"
 
 
-def run(path, out_dir, timeout):
+def run(path, out_dir, timeout, limit=None):
+    """Runs one notebook; with limit (memory bytes, cpus) its kernel runs in a control group of its own, and the
+    group's figures come back as a dict (None without a limit)."""
     nb = nbformat.read(str(path), as_version=4)
     client = MeasuringClient(nb, kernel_name=kernel_name(nb), timeout=timeout, startup_timeout=120,
                              resources={"metadata": {"path": str(path.parent)}})
+    group = None
+    if limit is not None:
+        group = cgroup_limit.Group(*limit)
+        client.group = group
+        os.environ["MEMFIT_CGROUP_PROCS"] = ":".join(str(f) for f in group.join_files)
     started = time.monotonic()
     error = None
     try:
         client.execute()
     except (CellExecutionError, DeadKernelError, TimeoutError, RuntimeError) as e:
         error = e
+    finally:
+        os.environ.pop("MEMFIT_CGROUP_PROCS", None)
     seconds = time.monotonic() - started
+    contained = None
+    if group is not None:
+        contained = group.stats(read_bytes=client.read_bytes)
+        contained["kernel_joined"] = client.joined
+        group.remove()
+        if contained["oom_kills"]:
+            error = CheckFailed(f"the kernel's OOM killer stopped the kernel inside the {group.describe(contained)}: "
+                                "shrink this tier's sizes, the batch or the buffers, or raise --memory")
+        elif error is None and not client.joined:
+            # a limit that was not applied must not pass silently
+            error = CheckFailed("the kernel did not run inside its control group (MEMFIT_CGROUP_PROCS): "
+                                "the memory limit was not applied")
     html = out_dir / (path.stem + ".html")
     write(nb, html, out_dir / path.name)
     noise = output_noise(nb)
@@ -203,11 +252,18 @@ def run(path, out_dir, timeout):
     images = sum(1 for cell in nb.cells for output in cell.get("outputs", [])
                  if "image/png" in output.get("data", {}))
     peak_mib = None if client.peak_rss_kib is None else client.peak_rss_kib / 1024
-    return error, seconds, html, images, peak_mib
+    return error, seconds, html, images, peak_mib, contained
 
 
 class CheckFailed(RuntimeError):
     """A notebook that ran to the end but fails a check of its outputs or its memory (no kernel log needed)."""
+
+
+def group_text(contained):
+    peak = "unknown" if contained["peak_mib"] is None else f"{contained['peak_mib']:,.0f} MiB"
+    read = "unknown" if contained["disk_read_mib"] is None else f"{contained['disk_read_mib']:,.0f} MiB"
+    return (f"in a {contained['memory_limit_mib']:,.0f} MiB, {contained['cpus']:g}-CPU group: peak {peak} with the page "
+            f"cache, {contained['oom_kills']} OOM kill(s), {read} read from storage")
 
 
 def rss_text(peak_mib):
@@ -231,7 +287,20 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell (default 1800)")
     parser.add_argument("--max-rss-mib", type=float, metavar="N",
                         help="fail a notebook whose kernel's peak resident memory exceeds N MiB")
+    parser.add_argument("--memory", metavar="SIZE",
+                        help="run each kernel in a control group of this memory (2g: Binder's), page cache included")
+    parser.add_argument("--cpus", type=float, default=1.0, help="CPUs of the group (default 1), with --memory")
     args = parser.parse_args()
+    limit = None
+    if args.memory:
+        try:
+            limit = (cgroup_limit.parse_size(args.memory), args.cpus)
+        except ValueError as e:
+            parser.error(f"--memory: {e}")
+        reason = cgroup_limit.check()
+        if reason:
+            print(f"memfit: --memory {args.memory}: {reason}", file=sys.stderr)
+            return cgroup_limit.UNAVAILABLE
     size = "small" if args.small else args.size
     if size:
         os.environ["MEMFIT_SIZE"] = size
@@ -248,7 +317,7 @@ def main():
     for path in notebooks:
         path = path.resolve()
         print(f"[{path.stem}] running ...", flush=True)
-        error, seconds, html, images, peak_mib = run(path, args.out, args.timeout)
+        error, seconds, html, images, peak_mib, contained = run(path, args.out, args.timeout, limit)
         if error is None and args.max_rss_mib is not None:
             if peak_mib is None:
                 # a limit that cannot be checked must not pass silently
@@ -259,9 +328,13 @@ def main():
                                      f"{args.max_rss_mib:.0f}: shrink this tier's sizes or MEMFIT_KERNEL_HEAP")
         summary[path.stem] = {"ok": error is None, "seconds": round(seconds, 1), "plots": images,
                               "peak_rss_mib": None if peak_mib is None else round(peak_mib, 1)}
+        if contained is not None:
+            summary[path.stem]["container"] = contained
         write_summary(args.out / "summary.json", summary)
         if error is None:
             print(f"[{path.stem}] ok in {seconds:.1f} s, {images} plot(s), {rss_text(peak_mib)} -> {html}", flush=True)
+            if contained is not None:
+                print(f"[{path.stem}] {group_text(contained)}", flush=True)
         else:
             failed.append(path.stem)
             first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
