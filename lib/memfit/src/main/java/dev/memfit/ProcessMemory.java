@@ -1,4 +1,4 @@
-package dev.memfit.memory;
+package dev.memfit;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -155,6 +155,18 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
     }
 
     /**
+     * Whether data of this size can stay in the page cache beside this process: at most the memory it can still get
+     * ({@link #available()}). Unknown memory counts as room.
+     *
+     * @param bytes the data's size
+     * @return true when it fits
+     */
+    public boolean fitsInMemory(long bytes) {
+        long room = available();
+        return room < 0 || bytes <= room;
+    }
+
+    /**
      * The memory this process may use in all: the container limit, or the machine's RAM.
      *
      * @return bytes, or -1 when unknown
@@ -171,11 +183,11 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
     @Override
     public String toString() {
         if (containerLimited()) {
-            return String.format(Locale.ROOT, "%s available (container limit %s)", MemoryEstimator.human(available()),
-                    MemoryEstimator.human(limit));
+            return String.format(Locale.ROOT, "%s available (container limit %s)", human(available()),
+                    human(limit));
         }
-        return String.format(Locale.ROOT, "%s available (RAM %s)", MemoryEstimator.human(available()),
-                physicalTotal < 0 ? "unknown" : MemoryEstimator.human(physicalTotal));
+        return String.format(Locale.ROOT, "%s available (RAM %s)", human(available()),
+                physicalTotal < 0 ? "unknown" : human(physicalTotal));
     }
 
     private static List<String> lines(Path file) {
@@ -217,5 +229,16 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
     private static long kibibytes(String meminfoLine) {
         String digits = meminfoLine.replaceAll("[^0-9]", "");
         return digits.isEmpty() ? -1 : Long.parseLong(digits) * 1024;
+    }
+
+    /** Bytes for people, in binary units. */
+    private static String human(long bytes) {
+        if (bytes >= 1L << 30) {
+            return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
+        }
+        if (bytes >= 1L << 20) {
+            return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
+        }
+        return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
     }
 }

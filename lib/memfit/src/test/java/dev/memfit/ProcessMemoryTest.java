@@ -1,4 +1,6 @@
-package dev.memfit.memory;
+package dev.memfit;
+
+import dev.memfit.memory.Advice;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

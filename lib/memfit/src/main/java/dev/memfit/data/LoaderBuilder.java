@@ -362,6 +362,8 @@ public final class LoaderBuilder {
                 // shards of the epoch's order while one is read, and a cache smaller than the data does not thrash
                 chosen = ShardPrefetchSampler.of(objects, visits instanceof Order.Shuffle shuffle ? shuffle.seed() : null);
             }
+            // mapped files larger than memory read a random order page by page, not a read-ahead window a sample
+            source.expectOrder(randomOrder(visits));
             if (dropLast && chosen.epochLength() < batchSize) {
                 throw new MemfitException("batch size " + batchSize + " is larger than the " + chosen.epochLength()
                         + " samples an epoch of " + source.describe() + " has, and dropLast is set: no batch would be "
@@ -382,6 +384,17 @@ public final class LoaderBuilder {
             throw e;
         }
         return loader.resumingFrom(resumeFrom);
+    }
+
+    /** Whether an order reads samples at random rather than in long runs of consecutive ones. */
+    private static boolean randomOrder(Order visits) {
+        return switch (visits) {
+            case Order.Sequential sequential -> false;
+            case Order.BlockShuffle blocks -> false;
+            case Order.Custom custom -> !(custom.sampler() instanceof dev.memfit.sample.SequentialSampler
+                    || custom.sampler() instanceof dev.memfit.sample.BlockShuffleSampler);
+            default -> true;
+        };
     }
 
     /** The format settings the opener gets. */

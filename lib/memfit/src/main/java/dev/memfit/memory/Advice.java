@@ -1,5 +1,7 @@
 package dev.memfit.memory;
 
+import dev.memfit.ProcessMemory;
+
 import java.util.Locale;
 
 /**

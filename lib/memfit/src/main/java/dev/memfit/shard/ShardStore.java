@@ -499,6 +499,19 @@ public final class ShardStore implements SampleSource {
     }
 
     /**
+     * Shards larger than the memory this process may use are advised random reads for a random order (every mapped
+     * array: {@link dev.memfit.io.storage.PageCache.ReadAdvice#RANDOM}), the default read-ahead otherwise.
+     */
+    @Override
+    public void expectOrder(boolean random) {
+        boolean fits = dev.memfit.ProcessMemory.current().fitsInMemory(storedBytes());
+        for (NpyArray array : arrays) {
+            dev.memfit.io.storage.PageCache.advise(array.data(), random && !fits
+                    ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL);
+        }
+    }
+
+    /**
      * The bytes of {@link #shardFiles()} on disk: what mapping the store addresses and the page cache holds when
      * warm (for sparse shards, about the size of the source's sparse X, not {@link #totalBytes()}).
      *

@@ -100,6 +100,19 @@ public final class NpySource implements SampleSource {
         }
     }
 
+    /**
+     * A mapped file larger than the memory this process may use is advised random reads for a random order
+     * ({@link dev.memfit.io.storage.PageCache.ReadAdvice#RANDOM}), and the default read-ahead otherwise.
+     */
+    @Override
+    public void expectOrder(boolean random) {
+        if (array.isMapped()) {
+            boolean fits = dev.memfit.ProcessMemory.current().fitsInMemory(array.data().byteSize());
+            dev.memfit.io.storage.PageCache.advise(array.data(), random && !fits
+                    ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL);
+        }
+    }
+
     private void checkIndex(long index) {
         if (index < 0 || index >= size()) {
             throw new IndexOutOfBoundsException("sample " + index + " outside [0, " + size() + ") of " + array.path());

@@ -74,6 +74,19 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * A hint from the loader, before an epoch: whether samples will be read in a random order (shuffled, weighted,
+     * a rank's shuffled shards) rather than in long runs (file order, block shuffling). Sources that map files tell the
+     * kernel ({@link dev.memfit.io.storage.PageCache#advise}) when their files do not fit in the memory this process
+     * may use: then a random sample costs a read of its own pages, not of the device's read-ahead window around it
+     * (8 MiB on some disks, thousands of times the sample). Data that fits keeps the default read-ahead, which fills
+     * the page cache fastest. The default does nothing.
+     *
+     * @param random true for a random order
+     */
+    default void expectOrder(boolean random) {
+    }
+
+    /**
      * A one-line description for tables and messages, such as {@code mapped counts.npy}.
      *
      * @return the description

@@ -85,6 +85,12 @@ public final class SubsetSource implements SampleSource {
         return indices.length + " of " + base.describe();
     }
 
+    /** A subset of under half the samples is scattered over the base's file: read at random whatever the order. */
+    @Override
+    public void expectOrder(boolean random) {
+        base.expectOrder(random || indices.length * 2L < base.size());
+    }
+
     @Override
     public void close() {
         if (ownsBase) {

@@ -1,5 +1,7 @@
 package dev.memfit.memory;
 
+import dev.memfit.ProcessMemory;
+
 import dev.memfit.NativeMemory;
 import dev.memfit.source.ArraySource;
 import dev.memfit.DType;

@@ -29,6 +29,7 @@ public final class PageCache {
     private static final MethodHandle CLOSE;
     private static final MethodHandle FADVISE;
     private static final MethodHandle MINCORE;
+    private static final MethodHandle MADVISE;
 
     static {
         Linker linker = Linker.nativeLinker();
@@ -43,6 +44,48 @@ public final class PageCache {
                         ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
         MINCORE = linker.downcallHandle(libc.find("mincore").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    }
+
+    /** How a mapping will be read, for the kernel's read-ahead ({@code madvise}). */
+    public enum ReadAdvice {
+        /** The kernel's default: a page fault reads the pages around it too (up to the device's read-ahead). */
+        NORMAL(0),
+        /**
+         * Pages in a random order: a fault reads its own page only. Without it, every random row of a file larger than
+         * memory costs a read of the device's whole read-ahead window (8 MiB on some virtual disks) around it.
+         */
+        RANDOM(1),
+        /** In file order: aggressive read-ahead, pages dropped soon after they are read. */
+        SEQUENTIAL(2);
+
+        private final int advice;
+
+        ReadAdvice(int advice) {
+            this.advice = advice;
+        }
+    }
+
+    /**
+     * Tells the kernel how a mapping will be read ({@code madvise}); the range is widened to whole pages. A hint: a
+     * kernel that refuses it changes nothing, so the result only says whether it was taken.
+     *
+     * @param mapping part of a file's memory mapping
+     * @param advice how it will be read
+     * @return true when the kernel took the advice
+     */
+    public static boolean advise(MemorySegment mapping, ReadAdvice advice) {
+        if (mapping.byteSize() == 0 || !mapping.isNative()) {
+            return false;
+        }
+        long start = mapping.address() & -PAGE;
+        long length = mapping.address() + mapping.byteSize() - start;
+        try {
+            return (int) MADVISE.invokeExact(MemorySegment.ofAddress(start), length, advice.advice) == 0;
+        } catch (Throwable e) {
+            return false;
+        }
     }
 
     private PageCache() {

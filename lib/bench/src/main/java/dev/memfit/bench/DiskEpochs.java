@@ -1,0 +1,265 @@
+package dev.memfit.bench;
+
+import dev.memfit.MemfitException;
+import dev.memfit.data.Access;
+import dev.memfit.data.Batch;
+import dev.memfit.data.Datasets;
+import dev.memfit.data.Loader;
+import dev.memfit.data.LoaderBuilder;
+import dev.memfit.data.Order;
+import dev.memfit.io.storage.PageCache;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Epochs of a memory-mapped {@code .npy} read from storage, beside what the storage itself does: a plain sequential
+ * read of the file and random reads of one page, each started with the file dropped from the page cache. Every row
+ * counts the bytes this process read from storage during it (the kernel's task I/O accounting, {@code /proc/self/io}
+ * {@code read_bytes}), so run inside a memory limit smaller than the file ({@code --memory}) it shows whether the page
+ * cache could keep the file between epochs.
+ *
+ * <p>The storage's sequential figure is the faster of two cold reads. The epochs in file order run back to back, the file dropped from the page cache before the first only: a second
+ * epoch that reads as much as the first is the page cache failing to hold the file. The shuffled epoch reads a random
+ * subset of the rows (every row once would take as many random reads as there are rows), and its time per row is set
+ * beside the time one random page read takes on this storage.
+ */
+public final class DiskEpochs {
+
+    private static final long PAGE = 4096;
+    private static final int POSIX_FADV_RANDOM = 1;
+    private static final int POSIX_FADV_SEQUENTIAL = 2;
+
+    private DiskEpochs() {
+    }
+
+    /**
+     * What to measure.
+     *
+     * @param file the {@code .npy} (rows are samples)
+     * @param batch rows per batch
+     * @param epochs epochs in file order, at least 2 to see the page cache at work
+     * @param shuffleFraction share of the rows read in a shuffled order, in (0, 1]
+     * @param randomReads random page reads for the storage's own figure
+     * @param threads the loader's reader threads
+     * @param seed the shuffles' seed
+     */
+    public record Settings(Path file, int batch, int epochs, double shuffleFraction, int randomReads, int threads, long seed) {
+    }
+
+    /**
+     * One measurement.
+     *
+     * @param what what was read: {@code storage: ...} or {@code loader: ...}
+     * @param seconds wall time
+     * @param bytes bytes delivered (file bytes, or rows x row bytes)
+     * @param readFromStorage bytes this process read from storage meanwhile
+     * @param operations reads (pages) or rows
+     */
+    public record Row(String what, double seconds, long bytes, long readFromStorage, long operations) {
+        /**
+         * Delivered megabytes (1e6 bytes) per second.
+         *
+         * @return the rate
+         */
+        public double megabytesPerSecond() {
+            return bytes / seconds / 1e6;
+        }
+
+        /**
+         * Microseconds per read or row.
+         *
+         * @return the time
+         */
+        public double microsecondsEach() {
+            return seconds * 1e6 / Math.max(1, operations);
+        }
+    }
+
+    /**
+     * Runs the measurements.
+     *
+     * @param settings what to measure
+     * @return the storage's sequential and random reads, then each loader epoch
+     */
+    public static List<Row> run(Settings settings) {
+        Path file = settings.file();
+        if (!Files.isRegularFile(file)) {
+            throw new MemfitException(file + ": no such file; write one first (./memfit generate, or notebook 03)");
+        }
+        List<Row> rows = new ArrayList<>();
+        // the faster of two cold reads: other work on a shared machine only ever slows one down
+        Row first = sequentialRead(file);
+        Row second = sequentialRead(file);
+        rows.add(first.seconds() <= second.seconds() ? first : second);
+        rows.add(randomPageReads(file, settings.randomReads(), settings.seed()));
+        PageCache.evict(file);
+        try (Loader inOrder = settings(file, settings).optOrder(Order.sequential()).build()) {
+            for (int epoch = 0; epoch < settings.epochs(); epoch++) {
+                rows.add(epoch("loader: file order, epoch " + (epoch + 1), inOrder, epoch));
+            }
+        }
+        PageCache.evict(file);
+        try (Loader shuffled = settings(file, settings).optRandomSubset(settings.shuffleFraction(), settings.seed())
+                .optOrder(Order.shuffle(settings.seed())).build()) {
+            rows.add(epoch(String.format(java.util.Locale.ROOT, "loader: shuffled, %.3g%% of the rows",
+                    100 * settings.shuffleFraction()), shuffled, 0));
+        }
+        return rows;
+    }
+
+    private static LoaderBuilder settings(Path file, Settings settings) {
+        return Datasets.open(file).optAccess(Access.mapped()).optBatchSize(settings.batch()).optThreads(settings.threads());
+    }
+
+    private static Row epoch(String what, Loader loader, long epoch) {
+        long read = readBytes();
+        long started = System.nanoTime();
+        long samples = 0;
+        long bytes = 0;
+        for (Batch batch : loader.epoch(epoch)) {
+            samples += batch.size();
+            bytes += batch.data().byteSize();
+        }
+        return new Row(what, (System.nanoTime() - started) / 1e9, bytes, readBytes() - read, samples);
+    }
+
+    /** The whole file read in 8 MiB pieces, cold, with sequential read-ahead: what the storage streams. */
+    private static Row sequentialRead(Path file) {
+        PageCache.evict(file);
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = open(arena, file, POSIX_FADV_SEQUENTIAL);
+            MemorySegment buffer = arena.allocate(8 << 20, PAGE);
+            long size = Files.size(file);
+            long read = readBytes();
+            long started = System.nanoTime();
+            long reads = 0;
+            for (long at = 0; at < size; at += buffer.byteSize()) {
+                pread(fd, buffer, Math.min(buffer.byteSize(), size - at), at, file);
+                reads++;
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            close(fd);
+            return new Row("storage: sequential read of the file", seconds, size, readBytes() - read, reads);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Single pages at random places, cold, read-ahead off: what a random row costs the storage. */
+    private static Row randomPageReads(Path file, int count, long seed) {
+        PageCache.evict(file);
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = open(arena, file, POSIX_FADV_RANDOM);
+            MemorySegment buffer = arena.allocate(PAGE, PAGE);
+            long pages = Files.size(file) / PAGE;
+            SplittableRandom random = new SplittableRandom(seed);
+            long read = readBytes();
+            long started = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                pread(fd, buffer, PAGE, random.nextLong(pages) * PAGE, file);
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            close(fd);
+            return new Row("storage: random reads of one page", seconds, count * PAGE, readBytes() - read, count);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Bytes this process has read from storage so far ({@code /proc/self/io}, every thread).
+     *
+     * @return bytes, or -1 where the kernel does not account them
+     */
+    public static long readBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/io"))) {
+                if (line.startsWith("read_bytes:")) {
+                    return Long.parseLong(line.substring("read_bytes:".length()).strip());
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    // libc through java.lang.foreign: posix_fadvise needs a file descriptor, which FileChannel does not give
+
+    private static final MethodHandle OPEN;
+    private static final MethodHandle CLOSE;
+    private static final MethodHandle PREAD;
+    private static final MethodHandle FADVISE;
+
+    static {
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup libc = linker.defaultLookup();
+        OPEN = linker.downcallHandle(libc.find("open").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2));
+        CLOSE = linker.downcallHandle(libc.find("close").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        PREAD = linker.downcallHandle(libc.find("pread").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+        FADVISE = linker.downcallHandle(libc.find("posix_fadvise").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    }
+
+    private static int open(Arena arena, Path file, int advice) throws IOException {
+        try {
+            int fd = (int) OPEN.invokeExact(arena.allocateFrom(file.toAbsolutePath().toString()), 0);
+            if (fd < 0) {
+                throw new IOException(file + ": cannot open");
+            }
+            int advised = (int) FADVISE.invokeExact(fd, 0L, 0L, advice);
+            if (advised != 0) {
+                close(fd);
+                throw new IOException(file + ": posix_fadvise returned " + advised);
+            }
+            return fd;
+        } catch (IOException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IOException(file + ": " + e, e);
+        }
+    }
+
+    private static void pread(int fd, MemorySegment buffer, long length, long offset, Path file) throws IOException {
+        long done = 0;
+        while (done < length) {
+            long n;
+            try {
+                n = (long) PREAD.invokeExact(fd, buffer.asSlice(done), length - done, offset + done);
+            } catch (Throwable e) {
+                throw new IOException(file + ": " + e, e);
+            }
+            if (n <= 0) {
+                throw new IOException(file + ": read failed at byte " + (offset + done) + " (pread returned " + n + ")");
+            }
+            done += n;
+        }
+    }
+
+    private static void close(int fd) {
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable e) {
+            // closing a read-only descriptor: nothing to lose
+        }
+    }
+}
