@@ -28,7 +28,7 @@ final class BenchDisk implements Callable<Integer> {
     private Path file;
     @Option(names = "--batch", defaultValue = "256", description = "rows per batch (default ${DEFAULT-VALUE})")
     private int batch;
-    @Option(names = "--epochs", defaultValue = "2", description = "epochs in file order, back to back (default ${DEFAULT-VALUE})")
+    @Option(names = "--epochs", defaultValue = "3", description = "epochs in file order, back to back (default ${DEFAULT-VALUE})")
     private int epochs;
     @Option(names = "--shuffle-fraction", defaultValue = "0.01", description = "share of the rows read shuffled (default ${DEFAULT-VALUE})")
     private double shuffleFraction;

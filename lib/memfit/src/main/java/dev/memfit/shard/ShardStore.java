@@ -498,16 +498,12 @@ public final class ShardStore implements SampleSource {
         return storedValues;
     }
 
-    /**
-     * Shards larger than the memory this process may use are advised random reads for a random order (every mapped
-     * array: {@link dev.memfit.io.storage.PageCache.ReadAdvice#RANDOM}), the default read-ahead otherwise.
-     */
+    /** Shards larger than the memory this process may use pass the loader's order on to the kernel (every mapped array). */
     @Override
-    public void expectOrder(boolean random) {
+    public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
         boolean fits = dev.memfit.ProcessMemory.current().fitsInMemory(storedBytes());
         for (NpyArray array : arrays) {
-            dev.memfit.io.storage.PageCache.advise(array.data(), random && !fits
-                    ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL);
+            dev.memfit.io.storage.PageCache.advise(array.data(), fits ? dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL : order);
         }
     }
 

@@ -100,16 +100,12 @@ public final class NpySource implements SampleSource {
         }
     }
 
-    /**
-     * A mapped file larger than the memory this process may use is advised random reads for a random order
-     * ({@link dev.memfit.io.storage.PageCache.ReadAdvice#RANDOM}), and the default read-ahead otherwise.
-     */
+    /** A mapped file larger than the memory this process may use passes the loader's order on to the kernel. */
     @Override
-    public void expectOrder(boolean random) {
+    public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
         if (array.isMapped()) {
             boolean fits = dev.memfit.ProcessMemory.current().fitsInMemory(array.data().byteSize());
-            dev.memfit.io.storage.PageCache.advise(array.data(), random && !fits
-                    ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL);
+            dev.memfit.io.storage.PageCache.advise(array.data(), fits ? dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL : order);
         }
     }
 

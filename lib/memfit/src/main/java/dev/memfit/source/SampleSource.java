@@ -1,5 +1,7 @@
 package dev.memfit.source;
 
+import dev.memfit.io.storage.PageCache;
+
 import ai.djl.ndarray.types.Shape;
 import dev.memfit.DType;
 
@@ -74,16 +76,17 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
-     * A hint from the loader, before an epoch: whether samples will be read in a random order (shuffled, weighted,
-     * a rank's shuffled shards) rather than in long runs (file order, block shuffling). Sources that map files tell the
-     * kernel ({@link dev.memfit.io.storage.PageCache#advise}) when their files do not fit in the memory this process
-     * may use: then a random sample costs a read of its own pages, not of the device's read-ahead window around it
-     * (8 MiB on some disks, thousands of times the sample). Data that fits keeps the default read-ahead, which fills
-     * the page cache fastest. The default does nothing.
+     * A hint from the loader, before an epoch: how it will read the samples. {@code NORMAL} in runs of consecutive
+     * samples (file order, block shuffling), {@code RANDOM} one by one at random places (shuffled, weighted, a rank's
+     * shuffled shards); {@code SEQUENTIAL} for a source read once front to back. Sources that map files pass it on to the kernel
+     * ({@link PageCache#advise}) when their files do not fit in the memory this process may use: then a random sample
+     * reads its own pages, not the device's read-ahead window around it (8 MiB on some disks, thousands of times the
+     * sample). Data that fits keeps the default read-ahead, which fills the page cache fastest. The default does
+     * nothing.
      *
-     * @param random true for a random order
+     * @param order how the samples will be read
      */
-    default void expectOrder(boolean random) {
+    default void expectReads(PageCache.ReadAdvice order) {
     }
 
     /**

@@ -87,8 +87,8 @@ public final class SubsetSource implements SampleSource {
 
     /** A subset of under half the samples is scattered over the base's file: read at random whatever the order. */
     @Override
-    public void expectOrder(boolean random) {
-        base.expectOrder(random || indices.length * 2L < base.size());
+    public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
+        base.expectReads(indices.length * 2L < base.size() ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : order);
     }
 
     @Override
