@@ -8,6 +8,7 @@ import dev.memfit.data.Loader;
 import dev.memfit.data.LoaderBuilder;
 import dev.memfit.data.Order;
 import dev.memfit.io.storage.PageCache;
+import dev.memfit.memory.Advice;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -31,7 +32,10 @@ import java.util.SplittableRandom;
  * {@code read_bytes}), so run inside a memory limit smaller than the file ({@code --memory}) it shows whether the page
  * cache could keep the file between epochs.
  *
- * <p>The storage's sequential figure is the faster of two cold reads. The epochs in file order run back to back, the file dropped from the page cache before the first only: a second
+ * <p>The storage's sequential figure is read cold, then twice again (the faster of those two is its row); from the
+ * fastest and the memory this process can still get, the estimate predicts what an epoch after the first reads and
+ * how long it takes ({@link Advice#epochReads}), a row of its own ({@link #PREDICTED}) before the loader's. The
+ * epochs in file order run back to back, the file dropped from the page cache before the first only: a second
  * epoch that reads as much as the first is the page cache failing to hold the file. The shuffled epoch reads a random
  * subset of the rows (every row once would take as many random reads as there are rows), and its time per row is set
  * beside the time one random page read takes on this storage.
@@ -41,6 +45,14 @@ public final class DiskEpochs {
     private static final long PAGE = 4096;
     private static final int POSIX_FADV_RANDOM = 1;
     private static final int POSIX_FADV_SEQUENTIAL = 2;
+
+    /** The row of the estimate's prediction ({@link Advice#epochReads}) for an epoch after the first, in file order. */
+    public static final String PREDICTED = "predicted (Advice.epochReads): an epoch after the first, in file order";
+
+    /** The row of a sequential read of the file with an empty page cache. */
+    public static final String SEQUENTIAL_COLD = "storage: sequential read of the file, cold";
+    /** The row of a sequential read of the file right after another one. */
+    public static final String SEQUENTIAL_AGAIN = "storage: sequential read of the file, again";
 
     private DiskEpochs() {
     }
@@ -100,12 +112,21 @@ public final class DiskEpochs {
             throw new MemfitException(file + ": no such file; write one first (./memfit generate, or notebook 03)");
         }
         List<Row> rows = new ArrayList<>();
-        // the faster of two cold reads: other work on a shared machine only ever slows one down
-        Row first = sequentialRead(file);
-        Row second = sequentialRead(file);
-        rows.add(first.seconds() <= second.seconds() ? first : second);
+        Row first = sequentialRead(file, true);
+        Row second = sequentialRead(file, false);
+        Row third = sequentialRead(file, false);
+        rows.add(first);
+        rows.add(second.seconds() <= third.seconds() ? second : third);
         rows.add(randomPageReads(file, settings.randomReads(), settings.seed()));
         PageCache.evict(file);
+        // the estimate's prediction, from this process's room (read with the file out of the page cache: a
+        // container's usage counts its cache) and the storage's measured speed
+        Row disk = rows.get(0).seconds() <= rows.get(1).seconds() ? rows.get(0) : rows.get(1);   // other work only slows one
+        long fileBytes = disk.bytes();
+        Advice.EpochReads predicted = Advice.epochReads(fileBytes,
+                Advice.Machine.current().withStorageSpeed((long) (fileBytes / disk.seconds())));
+        rows.add(new Row(PREDICTED, predicted.secondsPerLaterEpoch(), fileBytes, predicted.bytesPerLaterEpoch(),
+                fileBytes / Math.max(1, Datasets.describe(file).sampleBytes())));
         try (Loader inOrder = settings(file, settings).optOrder(Order.sequential()).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 rows.add(epoch("loader: file order, epoch " + (epoch + 1), inOrder, epoch));
@@ -136,9 +157,15 @@ public final class DiskEpochs {
         return new Row(what, (System.nanoTime() - started) / 1e9, bytes, readBytes() - read, samples);
     }
 
-    /** The whole file read in 8 MiB pieces, cold, with sequential read-ahead: what the storage streams. */
-    private static Row sequentialRead(Path file) {
-        PageCache.evict(file);
+    /**
+     * The whole file read in 8 MiB pieces with sequential read-ahead: what the storage streams, cold (the file dropped
+     * from the page cache first), or right after another read (inside a memory limit, each new page then has to evict
+     * an old one first, as in an epoch after the first).
+     */
+    private static Row sequentialRead(Path file, boolean cold) {
+        if (cold) {
+            PageCache.evict(file);
+        }
         try (Arena arena = Arena.ofConfined()) {
             int fd = open(arena, file, POSIX_FADV_SEQUENTIAL);
             MemorySegment buffer = arena.allocate(8 << 20, PAGE);
@@ -152,7 +179,7 @@ public final class DiskEpochs {
             }
             double seconds = (System.nanoTime() - started) / 1e9;
             close(fd);
-            return new Row("storage: sequential read of the file", seconds, size, readBytes() - read, reads);
+            return new Row(cold ? SEQUENTIAL_COLD : SEQUENTIAL_AGAIN, seconds, size, readBytes() - read, reads);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

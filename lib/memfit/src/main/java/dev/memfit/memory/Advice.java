@@ -109,6 +109,16 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
         }
 
         /**
+         * The same machine with a measured storage speed.
+         *
+         * @param bytesPerSecond the storage's sequential read speed
+         * @return the machine
+         */
+        public Machine withStorageSpeed(long bytesPerSecond) {
+            return new Machine(availableRam, heapLimit, deviceMemory, bytesPerSecond, containerLimit);
+        }
+
+        /**
          * The available memory in words, saying when it is a container's limit.
          *
          * @return such as {@code "1.4 GiB (container limit 2.0 GiB)"} or {@code "12.3 GiB"}
@@ -119,6 +129,38 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
                     MemoryEstimator.human(containerLimit))
                     : MemoryEstimator.human(availableRam);
         }
+    }
+
+    /**
+     * What an epoch reads from storage when the data is read where it lies (mapped or streamed), and how long that
+     * takes, as {@link #epochReads} predicts it.
+     *
+     * @param dataBytes the data's size
+     * @param pageCacheRoom what the page cache can hold beside this process: the memory it can still get (inside a
+     *                      container, what the limit leaves)
+     * @param bytesPerLaterEpoch what each epoch after the first reads from storage: nothing when the data fits in that
+     *                           room (the page cache keeps it), all of it when it does not (the cache evicts each page
+     *                           before the next epoch comes back to it)
+     * @param secondsPerLaterEpoch those bytes at the storage's measured sequential speed (an epoch in file order or
+     *                             block-shuffled), or -1 when the speed is unknown
+     */
+    public record EpochReads(long dataBytes, long pageCacheRoom, long bytesPerLaterEpoch, double secondsPerLaterEpoch) {
+    }
+
+    /**
+     * Predicts what each epoch after the first reads from storage and how long it takes, from the data's size, the
+     * memory this process can still get and the storage's measured speed ({@link Machine#storageBytesPerSecond()}).
+     * The first epoch reads all of the data either way.
+     *
+     * @param dataBytes the data's size on storage
+     * @param machine what the machine offers, with a measured storage speed for the time
+     * @return the prediction
+     */
+    public static EpochReads epochReads(long dataBytes, Machine machine) {
+        long room = machine.availableRam();
+        long later = room >= 0 && dataBytes <= room ? 0 : dataBytes;
+        long speed = machine.storageBytesPerSecond();
+        return new EpochReads(dataBytes, room, later, speed > 0 ? later / (double) speed : -1);
     }
 
     /**

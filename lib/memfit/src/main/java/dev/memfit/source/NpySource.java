@@ -21,6 +21,8 @@ public final class NpySource implements SampleSource {
     private final Shape sampleShape;
     private final long rowBytes;
     private final boolean contiguous;
+    /** Set for a mapped file larger than memory: each batch's whole pages are unmapped once copied. */
+    private volatile boolean dropAfterReading;
 
     private NpySource(NpyArray array) {
         this.array = array;
@@ -87,6 +89,8 @@ public final class NpySource implements SampleSource {
     public void readBatch(long[] indices, MemorySegment into) {
         MemorySegment data = array.data();
         long size = size();
+        long runStart = -1;
+        long runEnd = -1;
         for (int i = 0; i < indices.length; i++) {
             long index = indices[i];
             if (index < 0 || index >= size) {
@@ -97,15 +101,49 @@ public final class NpySource implements SampleSource {
             } else {
                 array.copyRows(index, 1, into, i * rowBytes);
             }
+            if (dropAfterReading) {
+                // runs of consecutive rows: one call for a batch in file order, one a row for a shuffled one
+                if (index != runEnd) {
+                    letGo(data, runStart, runEnd);
+                    runStart = index;
+                }
+                runEnd = index + 1;
+            }
+        }
+        if (dropAfterReading) {
+            letGo(data, runStart, runEnd);
         }
     }
 
-    /** A mapped file larger than the memory this process may use passes the loader's order on to the kernel. */
+    /** Lets go of each batch's whole pages once copied, as {@link #expectReads} does for a file larger than memory. */
+    void dropAfterReading(boolean enabled) {
+        this.dropAfterReading = enabled && array.isMapped();
+    }
+
+    /** Unmaps the whole pages of rows [start, end), copied already. */
+    private void letGo(MemorySegment data, long start, long end) {
+        if (start < 0) {
+            return;
+        }
+        long first = (data.address() + start * rowBytes + 4095) & -4096L;
+        long last = (data.address() + end * rowBytes) & -4096L;
+        if (last > first) {
+            dev.memfit.io.storage.PageCache.advise(data.asSlice(first - data.address(), last - first),
+                    dev.memfit.io.storage.PageCache.ReadAdvice.DONE);
+        }
+    }
+
+    /**
+     * A mapped file larger than the memory this process may use passes the loader's order on to the kernel, and lets
+     * go of the pages of each batch once copied (they stay in the page cache, unmapped: reclaiming mapped pages under
+     * a memory limit costs more than reading them).
+     */
     @Override
     public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
         if (array.isMapped()) {
             boolean fits = dev.memfit.ProcessMemory.current().fitsInMemory(array.data().byteSize());
             dev.memfit.io.storage.PageCache.advise(array.data(), fits ? dev.memfit.io.storage.PageCache.ReadAdvice.NORMAL : order);
+            dropAfterReading = !fits;
         }
     }
 

@@ -121,4 +121,17 @@ class AdviceTest {
             assertEquals(StrategyFiles.CELLS, seen.stream().distinct().count());
         }
     }
+
+    @Test
+    void laterEpochsReadNothingWhenTheDataFitsAndAllOfItWhenItDoesNot() {
+        Advice.Machine container = new Advice.Machine(300L << 20, 1L << 30, -1, -1, 512L << 20).withStorageSpeed(2_000_000_000L);
+        Advice.EpochReads fits = Advice.epochReads(200L << 20, container);
+        assertEquals(0, fits.bytesPerLaterEpoch(), "the page cache keeps 200 MiB in 300 MiB of room");
+        assertEquals(0.0, fits.secondsPerLaterEpoch());
+        Advice.EpochReads large = Advice.epochReads(1L << 30, container);
+        assertEquals(1L << 30, large.bytesPerLaterEpoch(), "1 GiB in 300 MiB of room: every epoch reads all of it");
+        assertEquals((1L << 30) / 2e9, large.secondsPerLaterEpoch(), 1e-12, "at the storage's measured speed");
+        assertEquals(-1.0, Advice.epochReads(1L << 30, new Advice.Machine(300L << 20, 1L << 30, -1, -1)).secondsPerLaterEpoch(),
+                "no measured speed, no time");
+    }
 }

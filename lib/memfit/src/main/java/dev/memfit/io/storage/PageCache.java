@@ -58,7 +58,13 @@ public final class PageCache {
          */
         RANDOM(1),
         /** In file order: aggressive read-ahead, pages dropped soon after they are read. */
-        SEQUENTIAL(2);
+        SEQUENTIAL(2),
+        /**
+         * Done with these pages for now: the mapping lets go of them ({@code MADV_DONTNEED}). For a file mapped
+         * read-only the pages stay in the page cache (a later read finds them there or reads them again), but they are
+         * no longer mapped, so that reclaiming them under a memory limit is cheap.
+         */
+        DONE(4);
 
         private final int advice;
 
