@@ -37,6 +37,7 @@ public final class LoaderBuilder {
     private long subsetSeed;
     private boolean dropLast;
     private int prefetch = 2;
+    private boolean prefetchSet;
     private LoaderState resumeFrom;
     private int threads = 1;
     private DType convertTo;
@@ -241,6 +242,7 @@ public final class LoaderBuilder {
      */
     public LoaderBuilder optPrefetch(int batches) {
         this.prefetch = batches;
+        this.prefetchSet = true;
         return this;
     }
 
@@ -369,14 +371,15 @@ public final class LoaderBuilder {
                         + " samples an epoch of " + source.describe() + " has, and dropLast is set: no batch would be "
                         + "produced; lower the batch size or keep the last partial batch");
             }
-            if (source instanceof dev.memfit.source.AnnDataSource cells) {
-                keepWindowDecoded(cells, chosen);
-            }
             DType output = convertTo == null ? source.dtype() : convertTo;
             // Access.lazy(n): the loader's threads read when the source has no readers of its own
             int readers = access instanceof Access.Lazy lazy && !threadsSet && !(opened instanceof dev.memfit.source.LazySource)
                     ? lazy.threads() : threads;
-            loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, prefetch, readers, output));
+            int depth = fittingPrefetch(source, output, readers, dev.memfit.ProcessMemory.current());
+            if (source instanceof dev.memfit.source.AnnDataSource cells) {
+                keepWindowDecoded(cells, chosen, depth);
+            }
+            loader = new Loader(new RandomAccessPipeline(source, ownsSource, chosen, batchSize, dropLast, depth, readers, output));
         } catch (RuntimeException e) {
             if (ownsSource) {
                 opened.close();
@@ -403,6 +406,46 @@ public final class LoaderBuilder {
         };
     }
 
+    /**
+     * The batches read ahead, sized to the memory this process can still get (a container's limit included): the
+     * batch buffers ({@code max(1, prefetch) + 1} with reader threads, one without) may take half of it, the rest is
+     * for the model, the JVM and the page cache. A prefetch left at its default shrinks to fit; buffers that cannot
+     * fit at all, or an explicit prefetch that does not, are refused before anything is allocated, saying what to
+     * change (a 4,096-cell batch of a 20,000-gene atlas is 328 MB a buffer). Buffers under a sixteenth of the memory
+     * are left as set.
+     */
+    int fittingPrefetch(SampleSource source, DType output, int readers, dev.memfit.ProcessMemory memory) {
+        long room = memory.available();
+        long batchBytes = (long) batchSize * source.sampleShape().size() * output.byteSize();
+        if (room < 0) {
+            return prefetch;
+        }
+        // buffers under a sixteenth of the memory are left alone: the page cache's active part, which the kernel
+        // reclaims too, can make what is left look smaller than it is
+        if (memory.total() >= 0 && buffers(prefetch, readers) * batchBytes <= memory.total() / 16) {
+            return prefetch;
+        }
+        int depth = prefetch;
+        while (!prefetchSet && depth > 1 && buffers(depth, readers) * batchBytes > room / 2) {
+            depth--;
+        }
+        long needed = buffers(depth, readers) * batchBytes;
+        if (needed > room || prefetchSet && needed > room / 2 && depth > 1) {
+            throw new MemfitException(String.format(java.util.Locale.ROOT, "%s: batches of %,d samples of %,d bytes "
+                    + "need %d buffer(s) of %,d MB (%,d MB), %s the %,d MB this process can still get (%s): lower the "
+                    + "batch size (optBatchSize)%s; or give the process more memory", source.describe(), batchSize,
+                    batchBytes / batchSize, buffers(depth, readers), batchBytes / 1_000_000, needed / 1_000_000,
+                    needed > room ? "more than" : "over half of", room / 1_000_000, memory,
+                    (readers > 0 && depth > 1 ? ", the batches read ahead (optPrefetch(1))" : "")
+                            + (readers > 0 ? ", or read on the caller's thread (optThreads(0): one buffer)" : "")));
+        }
+        return depth;
+    }
+
+    private static long buffers(int depth, int readers) {
+        return readers == 0 ? 1 : Math.max(1, depth) + 1;
+    }
+
     /** The format settings the opener gets. */
     private FormatSettings settings() {
         return new FormatSettings(layer == null ? "X" : layer, cache, chunkCacheBytes, access);
@@ -421,9 +464,9 @@ public final class LoaderBuilder {
      * A compressed AnnData file read in a block-shuffled order: its chunk cache holds the window of cells batches are
      * drawn from (and the batches read ahead into the next window), so each chunk is decoded once per window.
      */
-    private void keepWindowDecoded(dev.memfit.source.AnnDataSource cells, Sampler order) {
+    private void keepWindowDecoded(dev.memfit.source.AnnDataSource cells, Sampler order, int depth) {
         if (order instanceof BlockShuffleSampler blocks) {
-            long ahead = (long) batchSize * (Math.max(1, prefetch) + Math.max(1, threads));
+            long ahead = (long) batchSize * (Math.max(1, depth) + Math.max(1, threads));
             long rows = Math.min(cells.size(), blocks.fetchSize() + ahead);
             cells.keepDecoded(rows, (rows + blocks.blockSize() - 1) / blocks.blockSize() + 1);
         }

@@ -157,4 +157,32 @@ class LoaderBuilderTest {
                     outside.getMessage());
         }
     }
+
+    @Test
+    void batchesReadAheadAreSizedToTheMemoryLeftAndWhatCannotFitIsRefusedAtOnce() {
+        // 1,000 rows of 2 floats: a batch of 500 is 4,000 bytes
+        try (ArraySource source = rows(1_000)) {
+            long gib = 1L << 30;
+            LoaderBuilder defaults = Datasets.of(source).optBatchSize(500);
+            dev.memfit.ProcessMemory roomy = new dev.memfit.ProcessMemory(gib, gib, -1, -1);
+            assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, roomy), "room to spare: the default");
+            // 3 buffers (2 ahead + 1 held) of 4,000 bytes need 12,000; half of 20,000 is 10,000: one ahead fits
+            dev.memfit.ProcessMemory tight = new dev.memfit.ProcessMemory(100_000, 20_000, 60_000, 40_000);   // limit 60 kB
+            assertEquals(1, defaults.fittingPrefetch(source, DType.FLOAT32, 1, tight), "the default shrinks to fit");
+            dev.memfit.ProcessMemory none = new dev.memfit.ProcessMemory(100_000, 6_000, 60_000, 54_000);
+            MemfitException refused = assertThrows(MemfitException.class,
+                    () -> defaults.fittingPrefetch(source, DType.FLOAT32, 1, none));
+            assertTrue(refused.getMessage().contains("batches of 500 samples of 8 bytes need 2 buffer(s)")
+                    && refused.getMessage().contains("more than the 0 MB this process can still get")
+                    && refused.getMessage().contains("lower the batch size (optBatchSize)"), refused.getMessage());
+            MemfitException explicit = assertThrows(MemfitException.class, () -> Datasets.of(source).optBatchSize(500)
+                    .optPrefetch(4).fittingPrefetch(source, DType.FLOAT32, 1, tight));
+            assertTrue(explicit.getMessage().contains("need 5 buffer(s)") && explicit.getMessage().contains("over half of")
+                    && explicit.getMessage().contains("optPrefetch(1)"), explicit.getMessage());
+            assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, new dev.memfit.ProcessMemory(gib, 0, gib / 2, gib / 2)),
+                    "buffers under a sixteenth of the memory are left as set (what looks used may be page cache)");
+            assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, new dev.memfit.ProcessMemory(-1, -1, -1, -1)),
+                    "memory unknown: the setting as it is");
+        }
+    }
 }
