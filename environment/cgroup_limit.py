@@ -74,6 +74,22 @@ def _keyed(path):
     return values
 
 
+def own_path(controller, proc=Path("/proc/self/cgroup")):
+    """This process's cgroup path for a v1 controller (or v2's unified path with controller None), '' for the root."""
+    try:
+        for line in proc.read_text().splitlines():
+            parts = line.split(":", 2)
+            if len(parts) < 3:
+                continue
+            if controller is None and parts[0] == "0" and parts[1] == "":
+                return parts[2].strip("/")
+            if controller is not None and controller in parts[1].split(","):
+                return parts[2].strip("/")
+    except OSError:
+        pass
+    return ""
+
+
 def version():
     """2 for the unified hierarchy, 1 for v1's memory controller, or raises Unavailable."""
     if (CGROUP_ROOT / "cgroup.controllers").exists():
@@ -81,6 +97,14 @@ def version():
     if (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():
         return 1
     raise Unavailable(f"no cgroup memory controller under {CGROUP_ROOT} (neither cgroup v2 nor v1's memory)")
+
+
+def swap_in_use():
+    """Whether the machine has swap (a group without a swap limit could page instead of being stopped)."""
+    try:
+        return len(Path("/proc/swaps").read_text().splitlines()) > 1
+    except OSError:
+        return False
 
 
 class Group:
@@ -98,20 +122,29 @@ class Group:
             self.remove()
             raise Unavailable(f"cannot create a control group under {CGROUP_ROOT} ({e.strerror}): "
                               "a memory limit needs root or a delegated cgroup") from None
+        except Unavailable:
+            self.remove()
+            raise
         except OSError as e:
             self.remove()
             raise Unavailable(f"cannot set up a control group under {CGROUP_ROOT}: {e}") from None
 
     def _create(self):
+        """Makes the group under the caller's own group, so that the caller's limits (a container's, a CI job's,
+        a notebook kernel's) still apply to what runs inside."""
         period = 100_000
         quota = max(1_000, int(self.cpus * period))
         if self.version == 2:
-            parent = CGROUP_ROOT / "memfit"
+            own = CGROUP_ROOT / own_path(None)
+            parent = own / "memfit"
             parent.mkdir(exist_ok=True)
-            # the controllers must be enabled on the way down: root, then memfit's folder
-            for level in (CGROUP_ROOT, parent):
+            # the controllers must be enabled on the way down, where this cgroup has them: memory is required
+            for level in (own, parent):
+                offered = (level / "cgroup.controllers").read_text().split()
+                if "memory" not in offered:
+                    raise Unavailable(f"the memory controller is not available under {level}")
                 enabled = (level / "cgroup.subtree_control").read_text().split()
-                wanted = [c for c in ("memory", "cpu", "io") if c not in enabled]
+                wanted = [c for c in ("memory", "cpu", "io") if c in offered and c not in enabled]
                 if wanted:
                     _write(level / "cgroup.subtree_control", " ".join("+" + c for c in wanted))
             group = parent / self.name
@@ -120,23 +153,35 @@ class Group:
             _write(group / "memory.max", self.memory)
             if (group / "memory.swap.max").exists():
                 _write(group / "memory.swap.max", 0)
-            _write(group / "cpu.max", f"{quota} {period}")
+            elif swap_in_use():
+                print("memfit: this machine swaps and the cgroup has no swap limit: the group may page beyond "
+                      f"{mib(self.memory)} instead of being stopped", file=sys.stderr)
+            if (group / "cpu.max").exists():
+                _write(group / "cpu.max", f"{quota} {period}")
             return
-        memory = CGROUP_ROOT / "memory" / self.name
+        memory = CGROUP_ROOT / "memory" / own_path("memory") / self.name
         memory.mkdir()
         self.dirs.append(memory)
         _write(memory / "memory.limit_in_bytes", self.memory)
         if (memory / "memory.memsw.limit_in_bytes").exists():
             _write(memory / "memory.memsw.limit_in_bytes", self.memory)   # no swap beyond the limit
+        else:
+            try:
+                _write(memory / "memory.swappiness", 0)
+            except OSError:
+                pass
+            if swap_in_use():
+                print("memfit: this machine swaps and the cgroup has no swap limit: the group may page beyond "
+                      f"{mib(self.memory)} instead of being stopped", file=sys.stderr)
         for controller in ("cpu", "cpu,cpuacct"):
             base = CGROUP_ROOT / controller
-            if base.is_dir() and not base.is_symlink() and not any(d.parent == base.resolve() for d in self.dirs):
-                group = base / self.name
+            if base.is_dir() and not base.is_symlink():
+                group = base / own_path("cpu") / self.name
                 group.mkdir()
                 self.dirs.append(group)
-                if controller.startswith("cpu"):
-                    _write(group / "cpu.cfs_period_us", period)
-                    _write(group / "cpu.cfs_quota_us", quota)
+                _write(group / "cpu.cfs_period_us", period)
+                _write(group / "cpu.cfs_quota_us", quota)
+                break
 
     @property
     def join_files(self):
@@ -157,9 +202,13 @@ class Group:
                 pass
         return members
 
-    def _dir(self, prefix):
+    def _dir(self, controller):
+        """The group's folder in a v1 controller's hierarchy (v2: the one folder)."""
         for d in self.dirs:
-            if d.parent.name.startswith(prefix) or self.version == 2:
+            if self.version == 2:
+                return d
+            top = d.relative_to(CGROUP_ROOT).parts[0]
+            if top.split(",")[0] == controller:
                 return d
         return None
 
@@ -209,13 +258,15 @@ class Group:
                     pass
             time.sleep(0.05)
         for d in reversed(self.dirs):
-            for _ in range(50):
+            for attempt in range(50):
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
+                except OSError as e:
+                    if attempt == 49:
+                        print(f"memfit: cannot remove the control group {d}: {e}", file=sys.stderr)
                     time.sleep(0.05)
         self.dirs = []
 
@@ -264,8 +315,12 @@ def main(argv=None):
         print(f"memfit: {e}", file=sys.stderr)
         return UNAVAILABLE
     with group:
-        child = subprocess.Popen(command, preexec_fn=group.join)
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            child = subprocess.Popen(command, preexec_fn=group.join)
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"memfit: cannot start {command[0]} inside the group: {e}", file=sys.stderr)
+            return 127
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, lambda number, frame: child.send_signal(number))
         # the child's rusage counts what it and its waited-for descendants read from storage (512-byte blocks)
         _, wait_status, usage = os.wait4(child.pid, 0)

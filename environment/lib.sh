@@ -146,7 +146,8 @@ ${extra_env}# The GPU settings of ./memfit gpu-setup, read at each start so that
 GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
 if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
 # ./memfit notebooks --memory: the runner names a control group (its cgroup.procs files); the kernel joins it before
-# the JVM starts, so that the JVM sizes itself to the limit and everything it reads counts against it
+# the JVM starts, so that everything it allocates and reads counts against the limit from the start, and the JVM
+# sees the limit (its processors, memfit's ProcessMemory); the heap stays MEMFIT_KERNEL_HEAP
 if [ -n "\${MEMFIT_CGROUP_PROCS:-}" ]; then
   IFS=: read -ra memfit_groups <<< "\$MEMFIT_CGROUP_PROCS"
   for procs in "\${memfit_groups[@]}"; do

@@ -219,24 +219,27 @@ def run(path, out_dir, timeout, limit=None):
     client = MeasuringClient(nb, kernel_name=kernel_name(nb), timeout=timeout, startup_timeout=120,
                              resources={"metadata": {"path": str(path.parent)}})
     group = None
-    if limit is not None:
-        group = cgroup_limit.Group(*limit)
-        client.group = group
-        os.environ["MEMFIT_CGROUP_PROCS"] = ":".join(str(f) for f in group.join_files)
     started = time.monotonic()
     error = None
+    contained = None
     try:
+        if limit is not None:
+            group = cgroup_limit.Group(*limit)
+            client.group = group
+            os.environ["MEMFIT_CGROUP_PROCS"] = ":".join(str(f) for f in group.join_files)
         client.execute()
+    except cgroup_limit.Unavailable as e:
+        error = CheckFailed(f"no control group for this notebook: {e}")
     except (CellExecutionError, DeadKernelError, TimeoutError, RuntimeError) as e:
         error = e
     finally:
         os.environ.pop("MEMFIT_CGROUP_PROCS", None)
+        if group is not None:
+            contained = group.stats(read_bytes=client.read_bytes)
+            contained["kernel_joined"] = client.joined
+            group.remove()     # also when the run ends in an exception not caught here
     seconds = time.monotonic() - started
-    contained = None
     if group is not None:
-        contained = group.stats(read_bytes=client.read_bytes)
-        contained["kernel_joined"] = client.joined
-        group.remove()
         if contained["oom_kills"]:
             error = CheckFailed(f"the kernel's OOM killer stopped the kernel inside the {group.describe(contained)}: "
                                 "shrink this tier's sizes, the batch or the buffers, or raise --memory")

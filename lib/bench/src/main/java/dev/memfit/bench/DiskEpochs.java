@@ -49,6 +49,8 @@ public final class DiskEpochs {
     /** The row of the estimate's prediction ({@link Advice#epochReads}) for an epoch after the first, in file order. */
     public static final String PREDICTED = "predicted (Advice.epochReads): an epoch after the first, in file order";
 
+    /** The row of the storage's random one-page reads. */
+    public static final String RANDOM = "storage: random reads of one page";
     /** The row of a sequential read of the file with an empty page cache. */
     public static final String SEQUENTIAL_COLD = "storage: sequential read of the file, cold";
     /** The row of a sequential read of the file right after another one. */
@@ -87,7 +89,7 @@ public final class DiskEpochs {
          * @return the rate
          */
         public double megabytesPerSecond() {
-            return bytes / seconds / 1e6;
+            return seconds > 0 ? bytes / seconds / 1e6 : Double.NaN;
         }
 
         /**
@@ -101,6 +103,110 @@ public final class DiskEpochs {
     }
 
     /**
+     * The rows of one run by role.
+     *
+     * @param sequentialCold the storage's sequential read, cold
+     * @param sequentialAgain the faster of its two reads right after
+     * @param randomReads the storage's random one-page reads
+     * @param predicted the estimate's prediction for an epoch after the first
+     * @param fileOrder the loader's epochs in file order, first to last
+     * @param shuffled the loader's shuffled pass over a subset
+     */
+    public record Summary(Row sequentialCold, Row sequentialAgain, Row randomReads, Row predicted, List<Row> fileOrder,
+                          Row shuffled) {
+
+        /**
+         * Sorts a run's rows by role (before the prediction's row exists, it is null).
+         *
+         * @param rows what {@link #run} returned (or its JSON read back)
+         * @return the summary
+         */
+        public static Summary of(List<Row> rows) {
+            Row cold = null, again = null, random = null, predicted = null, shuffled = null;
+            List<Row> epochs = new ArrayList<>();
+            for (Row row : rows) {
+                switch (row.what()) {
+                    case SEQUENTIAL_COLD -> cold = row;
+                    case SEQUENTIAL_AGAIN -> again = row;
+                    case RANDOM -> random = row;
+                    case PREDICTED -> predicted = row;
+                    default -> {
+                        if (row.what().startsWith("loader: shuffled")) {
+                            shuffled = row;
+                        } else {
+                            epochs.add(row);
+                        }
+                    }
+                }
+            }
+            return new Summary(cold, again, random, predicted, List.copyOf(epochs), shuffled);
+        }
+
+        /**
+         * The storage's sequential speed: the faster of its reads (other work on a shared machine only slows one).
+         *
+         * @return MB/s
+         */
+        public double diskMegabytesPerSecond() {
+            // the read right after counts only where it came from storage (inside a limit smaller than the file),
+            // not from the page cache
+            boolean fromStorage = sequentialAgain.readFromStorage() >= 0.9 * sequentialAgain.bytes();
+            return fromStorage ? Math.max(sequentialCold.megabytesPerSecond(), sequentialAgain.megabytesPerSecond())
+                    : sequentialCold.megabytesPerSecond();
+        }
+
+        /**
+         * The fastest epoch in file order.
+         *
+         * @return MB/s
+         */
+        public double bestEpochMegabytesPerSecond() {
+            return fileOrder.stream().mapToDouble(Row::megabytesPerSecond).max().orElse(0);
+        }
+
+        /**
+         * The fastest epoch after the first, what {@link #predicted()} is about.
+         *
+         * @return the row
+         */
+        public Row bestLaterEpoch() {
+            return fileOrder.stream().skip(1).min(java.util.Comparator.comparingDouble(Row::seconds)).orElseThrow();
+        }
+    }
+
+    /**
+     * A run inside a memory limit: its rows, by role, and the figures of its control group.
+     *
+     * @param rows the rows, as printed
+     * @param summary the rows by role
+     * @param group the group's limit, peak, OOM kills and reads
+     */
+    public record InLimit(List<Row> rows, Summary summary, dev.memfit.plot.Contained.Group group) {
+    }
+
+    /**
+     * Runs {@code ./memfit bench disk --json} on a file in a fresh JVM inside a memory limit
+     * ({@link dev.memfit.plot.Contained}), or says in one printed line why no limit can be made here.
+     *
+     * @param memory the limit, such as {@code 512m}
+     * @param file the {@code .npy}
+     * @param options more options of the command, such as {@code --shuffle-fraction 0.01}
+     * @return the run, or null where this machine lets no limit be made
+     */
+    public static InLimit inLimit(String memory, Path file, String... options) {
+        String why = dev.memfit.plot.Contained.available();
+        if (why != null) {
+            System.out.println("No memory limit can be made here (" + why + "): not measured on this machine.");
+            return null;
+        }
+        List<String> arguments = new ArrayList<>(List.of("bench", "disk", "--file", file.toString(), "--json"));
+        arguments.addAll(List.of(options));
+        var run = dev.memfit.plot.Contained.memfit(memory, 1, arguments.toArray(String[]::new));
+        List<Row> rows = run.json(Row.class);
+        return new InLimit(rows, Summary.of(rows), run.group());
+    }
+
+    /**
      * Runs the measurements.
      *
      * @param settings what to measure
@@ -108,6 +214,14 @@ public final class DiskEpochs {
      */
     public static List<Row> run(Settings settings) {
         Path file = settings.file();
+        if (settings.epochs() < 2) {
+            throw new MemfitException("--epochs " + settings.epochs() + ": give at least 2 epochs in file order (the "
+                    + "second shows whether the page cache kept the file)");
+        }
+        if (!(settings.shuffleFraction() > 0 && settings.shuffleFraction() <= 1) || settings.randomReads() < 1) {
+            throw new MemfitException("--shuffle-fraction must be in (0, 1] and --random-reads at least 1, got "
+                    + settings.shuffleFraction() + " and " + settings.randomReads());
+        }
         if (!Files.isRegularFile(file)) {
             throw new MemfitException(file + ": no such file; write one first (./memfit generate, or notebook 03)");
         }
@@ -121,10 +235,10 @@ public final class DiskEpochs {
         PageCache.evict(file);
         // the estimate's prediction, from this process's room (read with the file out of the page cache: a
         // container's usage counts its cache) and the storage's measured speed
-        Row disk = rows.get(0).seconds() <= rows.get(1).seconds() ? rows.get(0) : rows.get(1);   // other work only slows one
-        long fileBytes = disk.bytes();
+        Summary measured = Summary.of(rows);
+        long fileBytes = first.bytes();
         Advice.EpochReads predicted = Advice.epochReads(fileBytes,
-                Advice.Machine.current().withStorageSpeed((long) (fileBytes / disk.seconds())));
+                Advice.Machine.current().withStorageSpeed((long) (measured.diskMegabytesPerSecond() * 1e6)));
         rows.add(new Row(PREDICTED, predicted.secondsPerLaterEpoch(), fileBytes, predicted.bytesPerLaterEpoch(),
                 fileBytes / Math.max(1, Datasets.describe(file).sampleBytes())));
         try (Loader inOrder = settings(file, settings).optOrder(Order.sequential()).build()) {
@@ -200,7 +314,7 @@ public final class DiskEpochs {
             }
             double seconds = (System.nanoTime() - started) / 1e9;
             close(fd);
-            return new Row("storage: random reads of one page", seconds, count * PAGE, readBytes() - read, count);
+            return new Row(RANDOM, seconds, count * PAGE, readBytes() - read, count);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

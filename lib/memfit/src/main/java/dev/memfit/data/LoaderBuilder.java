@@ -157,15 +157,23 @@ public final class LoaderBuilder {
      * ({@code Datasets.shards("s3://...")}) the order is shard by shard: the shards in a random order, the cells of
      * each in a random order ({@link dev.memfit.sample.ShardShuffleSampler}), so that shards are staged once per epoch.
      *
-     * <p>After {@link #optBlockShuffle(int, int)} the seed seeds the block shuffle instead: the order stays
-     * block-shuffled (what {@code LoadingStrategy.streaming().loader(file).optShuffle(seed)} relies on).
+     * <p>After a block-shuffled, distributed or weighted order ({@link #optOrder}, or a strategy's
+     * {@code applyTo}) the seed seeds that order instead, which stays as it was (what
+     * {@code advice.applyTo(Datasets.open(file)).optShuffle(seed)} relies on); after a sampler of your own
+     * ({@link #optSampler}) it replaces the sampler.
      *
      * @param seed the seed; the same seed gives the same batches from any source
      * @return this builder
      */
     public LoaderBuilder optShuffle(long seed) {
-        this.order = order instanceof Order.BlockShuffle block
-                ? new Order.BlockShuffle(block.blockSize(), block.fetchFactor(), seed) : Order.shuffle(seed);
+        // an order that shuffles in its own way keeps its way and takes the seed: a strategy applied before
+        // (Advice.applyTo: block-shuffled, a rank's shards) must not turn into a plain shuffle of everything
+        this.order = switch (order) {
+            case Order.BlockShuffle block -> new Order.BlockShuffle(block.blockSize(), block.fetchFactor(), seed);
+            case Order.Distributed ranks -> new Order.Distributed(ranks.rank(), ranks.worldSize(), seed);
+            case Order.Weighted weighted -> new Order.Weighted(weighted.labels(), seed, weighted.warmupEpochs());
+            case null, default -> Order.shuffle(seed);
+        };
         return this;
     }
 
@@ -411,18 +419,19 @@ public final class LoaderBuilder {
      * batch buffers ({@code max(1, prefetch) + 1} with reader threads, one without) may take half of it, the rest is
      * for the model, the JVM and the page cache. A prefetch left at its default shrinks to fit; buffers that cannot
      * fit at all, or an explicit prefetch that does not, are refused before anything is allocated, saying what to
-     * change (a 4,096-cell batch of a 20,000-gene atlas is 328 MB a buffer). Buffers under a sixteenth of the memory
-     * are left as set.
+     * change (a 4,096-cell batch of a 20,000-gene atlas is 328 MB a buffer). Inside a container, buffers under a
+     * sixteenth of its limit are left as set.
      */
     int fittingPrefetch(SampleSource source, DType output, int readers, dev.memfit.ProcessMemory memory) {
         long room = memory.available();
-        long batchBytes = (long) batchSize * source.sampleShape().size() * output.byteSize();
+        long batchBytes = RandomAccessPipeline.bufferBytes(source, batchSize, output);
         if (room < 0) {
             return prefetch;
         }
-        // buffers under a sixteenth of the memory are left alone: the page cache's active part, which the kernel
-        // reclaims too, can make what is left look smaller than it is
-        if (memory.total() >= 0 && buffers(prefetch, readers) * batchBytes <= memory.total() / 16) {
+        // inside a container, buffers under a sixteenth of its limit are left alone: the usage counts the page cache's
+        // active part, which the kernel reclaims too, so what is left can look smaller than it is (outside one,
+        // MemAvailable counts reclaimable cache as available already)
+        if (memory.containerLimited() && buffers(prefetch, readers) * batchBytes <= memory.total() / 16) {
             return prefetch;
         }
         int depth = prefetch;
@@ -430,7 +439,7 @@ public final class LoaderBuilder {
             depth--;
         }
         long needed = buffers(depth, readers) * batchBytes;
-        if (needed > room || prefetchSet && needed > room / 2 && depth > 1) {
+        if (needed > room || prefetchSet && readers > 0 && needed > room / 2 && depth > 1) {
             throw new MemfitException(String.format(java.util.Locale.ROOT, "%s: batches of %,d samples of %,d bytes "
                     + "need %d buffer(s) of %,d MB (%,d MB), %s the %,d MB this process can still get (%s): lower the "
                     + "batch size (optBatchSize)%s; or give the process more memory", source.describe(), batchSize,

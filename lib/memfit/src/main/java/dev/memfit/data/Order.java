@@ -179,6 +179,16 @@ public sealed interface Order {
             return new WeightedSampler(labels, seed, warmupEpochs);
         }
 
+        /**
+         * The class of each sample.
+         *
+         * @return a copy
+         */
+        @Override
+        public int[] labels() {
+            return labels.clone();
+        }
+
         @Override
         public String toString() {
             return "Weighted[" + labels.length + " labels, seed=" + seed + ", warmupEpochs=" + warmupEpochs + "]";

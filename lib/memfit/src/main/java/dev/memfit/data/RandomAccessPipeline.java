@@ -71,9 +71,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         this.outputType = outputType;
         this.pool = threads == 0 ? null
                 : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
-        long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
-        long readBytes = (long) batchSize * source.sampleBytes();
-        this.bufferBytes = Math.max(outputBytes, readBytes);
+        this.bufferBytes = bufferBytes(source, batchSize, outputType);
         int buffers = bufferCount();
         for (int i = 0; i < buffers; i++) {
             MemorySegment buffer = arena.allocate(Math.max(1, bufferBytes), 64);
@@ -120,6 +118,12 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     @Override
     public long bufferMemory() {
         return bufferCount() * bufferBytes;
+    }
+
+    /** One batch buffer: room for the samples as read and as handed out (after a type conversion). */
+    static long bufferBytes(SampleSource source, int batchSize, DType outputType) {
+        long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
+        return Math.max(outputBytes, (long) batchSize * source.sampleBytes());
     }
 
     /**

@@ -85,10 +85,26 @@ public final class SubsetSource implements SampleSource {
         return indices.length + " of " + base.describe();
     }
 
-    /** A subset of under half the samples is scattered over the base's file: read at random whatever the order. */
+    /**
+     * A subset scattered over the base (its samples span more than twice their number) is read at random whatever the
+     * order; a dense one, such as a range, is read as the order says.
+     */
     @Override
     public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
-        base.expectReads(indices.length * 2L < base.size() ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : order);
+        base.expectReads(scattered() ? dev.memfit.io.storage.PageCache.ReadAdvice.RANDOM : order);
+    }
+
+    private boolean scattered() {
+        if (indices.length == 0) {
+            return false;
+        }
+        long low = Long.MAX_VALUE;
+        long high = Long.MIN_VALUE;
+        for (long index : indices) {
+            low = Math.min(low, index);
+            high = Math.max(high, index);
+        }
+        return high - low + 1 > 2L * indices.length;
     }
 
     @Override

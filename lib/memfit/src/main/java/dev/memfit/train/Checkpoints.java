@@ -69,6 +69,7 @@ public final class Checkpoints {
     /** Settings of a {@link Checkpoints} policy; {@link #build()} checks them. */
     public static final class Builder {
         private long everySteps;
+        private boolean everyStepsSet;
         private Duration everyTime;
         private int keep = 2;
         private Path folder;
@@ -97,6 +98,7 @@ public final class Checkpoints {
          */
         public Builder optEverySteps(long steps) {
             this.everySteps = steps;
+            this.everyStepsSet = true;
             return this;
         }
 
@@ -146,7 +148,7 @@ public final class Checkpoints {
             if (folder == null) {
                 throw new MemfitException("Checkpoints need a folder: call setFolder(Path.of(\"...\")) on the builder");
             }
-            if (everySteps < 0) {
+            if (everyStepsSet && everySteps < 1) {
                 throw new MemfitException("Checkpoints optEverySteps(steps) needs at least 1 step, got " + everySteps);
             }
             if (everyTime != null && (everyTime.isNegative() || everyTime.isZero())) {

@@ -179,8 +179,14 @@ class LoaderBuilderTest {
                     .optPrefetch(4).fittingPrefetch(source, DType.FLOAT32, 1, tight));
             assertTrue(explicit.getMessage().contains("need 5 buffer(s)") && explicit.getMessage().contains("over half of")
                     && explicit.getMessage().contains("optPrefetch(1)"), explicit.getMessage());
-            assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, new dev.memfit.ProcessMemory(gib, 0, gib / 2, gib / 2)),
-                    "buffers under a sixteenth of the memory are left as set (what looks used may be page cache)");
+            assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, new dev.memfit.ProcessMemory(2 * gib, 0, gib, gib)),
+                    "in a container, buffers under a sixteenth of its limit are left as set (what looks used may be page cache)");
+            assertThrows(MemfitException.class, () -> defaults.fittingPrefetch(source, DType.FLOAT32, 1,
+                    new dev.memfit.ProcessMemory(256 * gib, 0, -1, -1)), "outside one, MemAvailable is what is left");
+            assertEquals(4, Datasets.of(source).optBatchSize(500).optPrefetch(4).fittingPrefetch(source, DType.FLOAT32, 0, tight),
+                    "without reader threads there is one buffer whatever the prefetch");
+            assertThrows(MemfitException.class, () -> defaults.fittingPrefetch(source, DType.FLOAT64, 1,
+                    new dev.memfit.ProcessMemory(100_000, 12_000, 60_000, 48_000)), "float32 read as float64: 8,000-byte buffers");
             assertEquals(2, defaults.fittingPrefetch(source, DType.FLOAT32, 1, new dev.memfit.ProcessMemory(-1, -1, -1, -1)),
                     "memory unknown: the setting as it is");
         }

@@ -118,4 +118,19 @@ class OrderTest {
                     visits(source, Order.of(new SequentialSampler(20)), 6, 0));
         }
     }
+
+    @Test
+    void aSeedAfterADistributedOrWeightedOrderSeedsItAndKeepsIt() {
+        try (ArraySource source = rows(103)) {
+            List<Long> rank1 = visits(source, Datasets.of(source).optBatchSize(16).optOrder(Order.distributed(1, 3, 9))
+                    .optShuffle(11), 0);
+            assertEquals(visits(source, Order.distributed(1, 3, 11), 16, 0), rank1,
+                    "still rank 1 of 3, seeded 11: not every sample (what a multi-device advice relies on)");
+            assertEquals(35, rank1.size());
+            int[] labels = new int[103];
+            labels[0] = 1;
+            assertEquals(visits(source, Order.weighted(labels, 5, 0), 16, 2), visits(source, Datasets.of(source)
+                    .optBatchSize(16).optOrder(Order.weighted(labels, 4, 0)).optShuffle(5), 2), "still weighted, seeded 5");
+        }
+    }
 }
