@@ -310,6 +310,18 @@ def main():
     if os.environ.get("MEMFIT_SIZE", "").lower() == "small" or os.environ.get("MEMFIT_SMALL", "") in ("1", "true", "yes"):
         os.environ.setdefault("MEMFIT_KERNEL_HEAP", "512m")
     os.environ.setdefault("MEMFIT_PROGRESS", "true")
+    if limit is not None:
+        # a heap that the limit cannot hold gets the kernel OOM-killed instead of a Java OutOfMemoryError: say so now
+        heap_text = os.environ.get("MEMFIT_KERNEL_HEAP", "2g")
+        try:
+            heap = cgroup_limit.parse_size(heap_text)
+        except ValueError:
+            heap = None
+        if heap is not None and heap > 0.75 * limit[0]:
+            print(f"memfit: the kernel's heap (MEMFIT_KERNEL_HEAP={heap_text}) is more than 3/4 of --memory "
+                  f"{args.memory}: the kernel would be killed before the JVM ran out of heap; set MEMFIT_KERNEL_HEAP to "
+                  f"at most {int(0.75 * limit[0]) >> 20}m or raise --memory", file=sys.stderr)
+            return 2
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
     if not notebooks:
         print("memfit: no notebooks found under notebooks/", file=sys.stderr)

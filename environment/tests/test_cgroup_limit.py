@@ -94,6 +94,15 @@ class InsideALimit(unittest.TestCase):
         expected = (own + "/" if own else "") + ("memfit/memfit-" if controller is None else "memfit-")
         self.assertTrue(inside.startswith(expected), f"the command ran in {inside}, not under {own or '/'}")
 
+    def test_notebooks_refuse_a_kernel_heap_the_limit_cannot_hold_before_starting_any(self):
+        env = dict(os.environ, MEMFIT_KERNEL_HEAP="2g")
+        result = subprocess.run([sys.executable, str(ROOT / "environment" / "run_notebooks.py"), "--memory", "1g",
+                                 "--out", tempfile.mkdtemp(), "no-such-notebook.ipynb"], capture_output=True, text=True,
+                                env=env)
+        self.assertEqual(2, result.returncode, result.stderr)
+        self.assertIn("MEMFIT_KERNEL_HEAP=2g) is more than 3/4 of --memory 1g", result.stderr)
+        self.assertIn("at most 768m", result.stderr)
+
     def test_within_the_limit_the_command_runs_and_its_status_comes_back(self):
         result = run("--memory", "256m", "--cpus", "1", "--", sys.executable, "-c",
                      "import sys; b = bytearray(64 << 20); sys.exit(7)")

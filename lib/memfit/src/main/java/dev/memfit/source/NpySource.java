@@ -125,8 +125,9 @@ public final class NpySource implements SampleSource {
         if (start < 0) {
             return;
         }
-        long first = (data.address() + start * rowBytes + 4095) & -4096L;
-        long last = (data.address() + end * rowBytes) & -4096L;
+        long page = dev.memfit.io.storage.PageCache.PAGE;
+        long first = (data.address() + start * rowBytes + page - 1) & -page;
+        long last = (data.address() + end * rowBytes) & -page;
         if (last > first) {
             dev.memfit.io.storage.PageCache.advise(data.asSlice(first - data.address(), last - first),
                     dev.memfit.io.storage.PageCache.ReadAdvice.DONE);

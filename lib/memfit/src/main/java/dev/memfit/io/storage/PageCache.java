@@ -23,7 +23,8 @@ public final class PageCache {
 
     private static final int O_RDONLY = 0;
     private static final int POSIX_FADV_DONTNEED = 4;
-    private static final long PAGE = 4096;
+    /** The kernel's page size ({@code sysconf(_SC_PAGESIZE)}; 4 KiB on x86-64, 16 or 64 KiB on some ARM kernels). */
+    public static final long PAGE;
 
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
@@ -46,6 +47,18 @@ public final class PageCache {
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
         MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+        long page = 4096;
+        try {
+            MethodHandle sysconf = linker.downcallHandle(libc.find("sysconf").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+            long found = (long) sysconf.invokeExact(30);   // _SC_PAGESIZE on Linux
+            if (found > 0 && Long.bitCount(found) == 1) {
+                page = found;
+            }
+        } catch (Throwable e) {
+            // keep 4 KiB: mincore's and madvise's ranges are then still page multiples on x86-64
+        }
+        PAGE = page;
     }
 
     /** How a mapping will be read, for the kernel's read-ahead ({@code madvise}). */
