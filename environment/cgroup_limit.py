@@ -50,6 +50,15 @@ def human_limit(memory, cpus):
     return f"{size}, {cpus:g} CPU" + ("" if cpus == 1 else "s")
 
 
+def describe(stats):
+    """One line for a group's figures, as Group.stats gives them (also read back from a report)."""
+    peak = "unknown" if stats["peak_mib"] is None else mib(stats["peak_mib"] * (1 << 20))
+    read = "unknown" if stats["disk_read_mib"] is None else mib(stats["disk_read_mib"] * (1 << 20))
+    limit = human_limit(int(round(stats["memory_limit_mib"] * (1 << 20))), stats["cpus"])
+    return (f"limit {limit} (cgroup {stats['cgroup']}): peak {peak} with the page cache, {stats['oom_kills']} OOM "
+            f"kill(s), {read} read from storage")
+
+
 def _write(path, value):
     path.write_text(str(value))
 
@@ -240,10 +249,7 @@ class Group:
                 "cpu_throttled_periods": throttled}
 
     def describe(self, stats):
-        peak = "unknown" if stats["peak_mib"] is None else mib(stats["peak_mib"] * (1 << 20))
-        read = "unknown" if stats["disk_read_mib"] is None else mib(stats["disk_read_mib"] * (1 << 20))
-        return (f"limit {human_limit(self.memory, self.cpus)} (cgroup {stats['cgroup']}): peak {peak} with the page "
-                f"cache, {stats['oom_kills']} OOM kill(s), {read} read from disk")
+        return describe(stats)
 
     def remove(self):
         """Removes the group: its processes killed first (a group cannot be removed while one is left)."""

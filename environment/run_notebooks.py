@@ -262,13 +262,6 @@ class CheckFailed(RuntimeError):
     """A notebook that ran to the end but fails a check of its outputs or its memory (no kernel log needed)."""
 
 
-def group_text(contained):
-    peak = "unknown" if contained["peak_mib"] is None else f"{contained['peak_mib']:,.0f} MiB"
-    read = "unknown" if contained["disk_read_mib"] is None else f"{contained['disk_read_mib']:,.0f} MiB"
-    return (f"in a {contained['memory_limit_mib']:,.0f} MiB, {contained['cpus']:g}-CPU group: peak {peak} with the page "
-            f"cache, {contained['oom_kills']} OOM kill(s), {read} read from storage")
-
-
 def rss_text(peak_mib):
     return "kernel peak RSS unknown" if peak_mib is None else f"kernel peak RSS {peak_mib:.0f} MiB"
 
@@ -349,7 +342,7 @@ def main():
         if error is None:
             print(f"[{path.stem}] ok in {seconds:.1f} s, {images} plot(s), {rss_text(peak_mib)} -> {html}", flush=True)
             if contained is not None:
-                print(f"[{path.stem}] {group_text(contained)}", flush=True)
+                print(f"[{path.stem}] {cgroup_limit.describe(contained)}", flush=True)
         else:
             failed.append(path.stem)
             first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()

@@ -231,8 +231,13 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
         return digits.isEmpty() ? -1 : Long.parseLong(digits) * 1024;
     }
 
-    /** Bytes for people, in binary units. */
-    private static String human(long bytes) {
+    /**
+     * Bytes for people, in binary units with one decimal: {@code 1.5 GiB}, {@code 300.0 MiB}, {@code 12.0 KiB}.
+     *
+     * @param bytes a size
+     * @return the size in words
+     */
+    public static String human(long bytes) {
         if (bytes >= 1L << 30) {
             return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
         }

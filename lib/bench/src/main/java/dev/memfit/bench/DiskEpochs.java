@@ -13,14 +13,13 @@ import dev.memfit.memory.Advice;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -42,10 +41,6 @@ import java.util.SplittableRandom;
  */
 public final class DiskEpochs {
 
-    private static final long PAGE = 4096;
-    private static final int POSIX_FADV_RANDOM = 1;
-    private static final int POSIX_FADV_SEQUENTIAL = 2;
-
     /** The row of the estimate's prediction ({@link Advice#epochReads}) for an epoch after the first, in file order. */
     public static final String PREDICTED = "predicted (Advice.epochReads): an epoch after the first, in file order";
 
@@ -55,6 +50,8 @@ public final class DiskEpochs {
     public static final String SEQUENTIAL_COLD = "storage: sequential read of the file, cold";
     /** The row of a sequential read of the file right after another one. */
     public static final String SEQUENTIAL_AGAIN = "storage: sequential read of the file, again";
+
+    private static volatile long sink;
 
     private DiskEpochs() {
     }
@@ -272,49 +269,55 @@ public final class DiskEpochs {
     }
 
     /**
-     * The whole file read in 8 MiB pieces with sequential read-ahead: what the storage streams, cold (the file dropped
-     * from the page cache first), or right after another read (inside a memory limit, each new page then has to evict
-     * an old one first, as in an epoch after the first).
+     * The whole file read in 8 MiB pieces with the kernel's read-ahead: what the storage streams, cold (the file
+     * dropped from the page cache first), or right after another read (inside a memory limit, each new page then has
+     * to evict an old one first, as in an epoch after the first).
      */
     private static Row sequentialRead(Path file, boolean cold) {
         if (cold) {
             PageCache.evict(file);
         }
-        try (Arena arena = Arena.ofConfined()) {
-            int fd = open(arena, file, POSIX_FADV_SEQUENTIAL);
-            MemorySegment buffer = arena.allocate(8 << 20, PAGE);
-            long size = Files.size(file);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer buffer = ByteBuffer.allocateDirect(8 << 20);
+            long size = channel.size();
             long read = readBytes();
             long started = System.nanoTime();
             long reads = 0;
-            for (long at = 0; at < size; at += buffer.byteSize()) {
-                pread(fd, buffer, Math.min(buffer.byteSize(), size - at), at, file);
-                reads++;
+            for (long at = 0; at < size; reads++) {
+                buffer.clear();
+                int n = channel.read(buffer, at);
+                if (n <= 0) {
+                    throw new IOException(file + ": read failed at byte " + at);
+                }
+                at += n;
             }
             double seconds = (System.nanoTime() - started) / 1e9;
-            close(fd);
             return new Row(cold ? SEQUENTIAL_COLD : SEQUENTIAL_AGAIN, seconds, size, readBytes() - read, reads);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
-    /** Single pages at random places, cold, read-ahead off: what a random row costs the storage. */
+    /**
+     * Single pages at random places, cold, through a mapping advised random reads (no read-ahead: what
+     * {@link dev.memfit.source.SampleSource#expectReads} gives a random order): what a random row costs the storage.
+     */
     private static Row randomPageReads(Path file, int count, long seed) {
         PageCache.evict(file);
-        try (Arena arena = Arena.ofConfined()) {
-            int fd = open(arena, file, POSIX_FADV_RANDOM);
-            MemorySegment buffer = arena.allocate(PAGE, PAGE);
-            long pages = Files.size(file) / PAGE;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+            PageCache.advise(mapping, PageCache.ReadAdvice.RANDOM);
+            long pages = mapping.byteSize() / PageCache.PAGE;
             SplittableRandom random = new SplittableRandom(seed);
             long read = readBytes();
             long started = System.nanoTime();
+            long sum = 0;
             for (int i = 0; i < count; i++) {
-                pread(fd, buffer, PAGE, random.nextLong(pages) * PAGE, file);
+                sum += mapping.get(ValueLayout.JAVA_BYTE, random.nextLong(pages) * PageCache.PAGE);   // one fault a page
             }
             double seconds = (System.nanoTime() - started) / 1e9;
-            close(fd);
-            return new Row(RANDOM, seconds, count * PAGE, readBytes() - read, count);
+            sink = sum;   // keeps the reads from being optimized away
+            return new Row(RANDOM, seconds, count * PageCache.PAGE, readBytes() - read, count);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -336,71 +339,5 @@ public final class DiskEpochs {
             return -1;
         }
         return -1;
-    }
-
-    // libc through java.lang.foreign: posix_fadvise needs a file descriptor, which FileChannel does not give
-
-    private static final MethodHandle OPEN;
-    private static final MethodHandle CLOSE;
-    private static final MethodHandle PREAD;
-    private static final MethodHandle FADVISE;
-
-    static {
-        Linker linker = Linker.nativeLinker();
-        SymbolLookup libc = linker.defaultLookup();
-        OPEN = linker.downcallHandle(libc.find("open").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
-                Linker.Option.firstVariadicArg(2));
-        CLOSE = linker.downcallHandle(libc.find("close").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-        PREAD = linker.downcallHandle(libc.find("pread").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-        FADVISE = linker.downcallHandle(libc.find("posix_fadvise").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
-    }
-
-    private static int open(Arena arena, Path file, int advice) throws IOException {
-        try {
-            int fd = (int) OPEN.invokeExact(arena.allocateFrom(file.toAbsolutePath().toString()), 0);
-            if (fd < 0) {
-                throw new IOException(file + ": cannot open");
-            }
-            int advised = (int) FADVISE.invokeExact(fd, 0L, 0L, advice);
-            if (advised != 0) {
-                close(fd);
-                throw new IOException(file + ": posix_fadvise returned " + advised);
-            }
-            return fd;
-        } catch (IOException e) {
-            throw e;
-        } catch (Throwable e) {
-            throw new IOException(file + ": " + e, e);
-        }
-    }
-
-    private static void pread(int fd, MemorySegment buffer, long length, long offset, Path file) throws IOException {
-        long done = 0;
-        while (done < length) {
-            long n;
-            try {
-                n = (long) PREAD.invokeExact(fd, buffer.asSlice(done), length - done, offset + done);
-            } catch (Throwable e) {
-                throw new IOException(file + ": " + e, e);
-            }
-            if (n <= 0) {
-                throw new IOException(file + ": read failed at byte " + (offset + done) + " (pread returned " + n + ")");
-            }
-            done += n;
-        }
-    }
-
-    private static void close(int fd) {
-        try {
-            int ignored = (int) CLOSE.invokeExact(fd);
-        } catch (Throwable e) {
-            // closing a read-only descriptor: nothing to lose
-        }
     }
 }

@@ -218,13 +218,7 @@ public final class MemoryEstimator {
      * @return the size in words
      */
     public static String human(long bytes) {
-        if (bytes >= 1L << 30) {
-            return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
-        }
-        if (bytes >= 1L << 20) {
-            return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
-        }
-        return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
+        return dev.memfit.ProcessMemory.human(bytes);
     }
 
     /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */
