@@ -58,8 +58,9 @@ public final class H5adBenchmark {
      *                batch it would otherwise wait for; C runs that many threads)
      * @param seed the seed
      * @param baselines whether to run anndata and C
-     * @param formats what to measure: {@code h5ad} (the tasks above) and/or {@code zarr} (the stream over a
-     *                {@code .zarr} store beside the {@code .h5ad}, written from it by anndata when missing)
+     * @param formats what to measure: {@code h5ad} (the tasks above), or some of them ({@code stream}, {@code random},
+     *                {@code shards}), and/or {@code zarr} (the stream over a {@code .zarr} store beside the
+     *                {@code .h5ad}, written from it by anndata when missing)
      * @param repeats runs of each side of the zarr comparison, alternated; medians are reported
      * @param chunkCacheBytes the bound of each reader's cache of decoded chunks (the stream raises it to its window)
      */
@@ -131,15 +132,42 @@ public final class H5adBenchmark {
         if (settings.formats().contains("zarr")) {
             rows.addAll(zarr(settings, cells, rowBytes));
         }
-        if (!settings.formats().contains("h5ad")) {
-            return rows;
+        boolean every = settings.formats().contains("h5ad");
+        if (every || settings.formats().contains("stream")) {
+            rows.addAll(stream(settings, cells, rowBytes));
         }
+        if (every || settings.formats().contains("random")) {
+            rows.addAll(random(settings, rowBytes));
+        }
+        if (every || settings.formats().contains("shards")) {
+            rows.addAll(shards(settings, cells, genes, rowBytes));
+        }
+        return rows;
+    }
 
+    /** The stream over the .h5ad, dense and sparse batches, beside anndata's backed {@code chunked_X}. */
+    private static List<Row> stream(Settings settings, long cells, long rowBytes) {
+        Path file = settings.file();
+        List<Row> rows = new ArrayList<>();
         for (int threads : settings.threads()) {
             H5ad.ChunkCacheStatistics before = H5ad.processChunkCacheStatistics();
-            double seconds = streamPass(file, settings, threads);
-            rows.add(new Row("stream pass over .h5ad", "memfit loader, block shuffle (blocks of " + settings.chunkSize()
-                    + ", windows of 4)" + cacheNote(before), threads, cells / seconds, cells * rowBytes / seconds / 1e9, 0, 0));
+            long[] buffers = new long[1];
+            String dense = "memfit loader, block shuffle (blocks of " + settings.chunkSize() + ", windows of 4), dense batches";
+            try {
+                double seconds = streamPass(file, settings, threads, false, buffers);
+                rows.add(new Row("stream pass over .h5ad", dense + ", buffers " + buffers[0] / 1_000_000 + " MB"
+                        + cacheNote(before), threads, cells / seconds, cells * rowBytes / seconds / 1e9, 0, 0));
+            } catch (dev.memfit.MemfitException e) {
+                // the loader refuses buffers that do not fit in the memory left: the row says so, the sparse one runs
+                rows.add(new Row("stream pass over .h5ad", dense + ": refused, the buffers do not fit ("
+                        + e.getMessage().replaceAll(".*need ", "need ").replaceAll(":.*", "") + ")", threads,
+                        Double.NaN, Double.NaN, 0, 0));
+            }
+            H5ad.ChunkCacheStatistics sparseBefore = H5ad.processChunkCacheStatistics();
+            double sparseSeconds = streamPass(file, settings, threads, true, buffers);
+            rows.add(new Row("stream pass over .h5ad", "memfit loader, the same, sparse batches (CSR), buffers "
+                    + buffers[0] / 1_000_000 + " MB" + cacheNote(sparseBefore), threads, cells / sparseSeconds,
+                    cells * rowBytes / sparseSeconds / 1e9, 0, 0));
         }
         if (settings.baselines() && Baselines.pythonHas("anndata")) {
             anndata(file, "stream", Integer.toString(settings.chunkSize())).ifPresent(json -> rows.add(new Row(
@@ -147,6 +175,13 @@ public final class H5adBenchmark {
                     json.get("cells_per_s").asDouble(), json.get("cells_per_s").asDouble() * rowBytes / 1e9, 0, 0)));
         }
 
+        return rows;
+    }
+
+    /** Random batches read from the .h5ad directly, beside anndata's backed {@code X[idx]}. */
+    private static List<Row> random(Settings settings, long rowBytes) {
+        Path file = settings.file();
+        List<Row> rows = new ArrayList<>();
         H5ad.ChunkCacheStatistics before = H5ad.processChunkCacheStatistics();
         double direct = randomFromH5ad(file, settings);
         rows.add(new Row("random batches from .h5ad", "memfit H5ad.readRows" + cacheNote(before), 1, direct,
@@ -158,6 +193,13 @@ public final class H5adBenchmark {
                     json.get("cells_per_s").asDouble() * rowBytes / 1e9, 0, 0)));
         }
 
+        return rows;
+    }
+
+    /** Shard conversion of half the atlas and of all of it (each in a child JVM), then random batches from the shards. */
+    private static List<Row> shards(Settings settings, long cells, long genes, long rowBytes) {
+        Path file = settings.file();
+        List<Row> rows = new ArrayList<>();
         Path work = file.toAbsolutePath().getParent().resolve(file.getFileName() + ".bench");
         Path half = work.resolve("half.h5ad");
         if (!Files.exists(half)) {
@@ -230,8 +272,8 @@ public final class H5adBenchmark {
         Path script = Baselines.sources().resolve("anndata_zarr.py");
         for (int round = 0; round < Math.max(1, settings.repeats()); round++) {
             for (int t = 0; t < threads.size(); t++) {
-                memfit.get(t).add(cells / streamPass(store, settings, threads.get(t)));
-                reference.get(t).add(cells / streamPass(file, settings, threads.get(t)));
+                memfit.get(t).add(cells / streamPass(store, settings, threads.get(t), false, new long[1]));
+                reference.get(t).add(cells / streamPass(file, settings, threads.get(t), false, new long[1]));
             }
             if (python) {
                 Baselines.json(List.of("/usr/bin/python3", script.toString(), store.toString(), "zarr", chunk), 1800)
@@ -307,19 +349,20 @@ public final class H5adBenchmark {
      * One pass of the one loader over the cells, block-shuffled: blocks of the chunk setting, windows of four blocks
      * (the fetch factor that many cells make at this batch size), as anndata's baseline reads chunks of that size.
      */
-    private static double streamPass(Path file, Settings settings, int threads) {
+    private static double streamPass(Path file, Settings settings, int threads, boolean sparse, long[] bufferBytes) {
         long sink = 0;
         int fetch = Math.max(1, 4 * settings.chunkSize() / settings.batchSize());
         try (Loader stream = Datasets.h5ad(file).optChunkCacheBytes(settings.chunkCacheBytes())
-                .optBlockShuffle(settings.chunkSize(), fetch, settings.seed())
+                .optBlockShuffle(settings.chunkSize(), fetch, settings.seed()).optSparseBatches(sparse)
                 .optBatchSize(settings.batchSize()).optThreads(threads).build()) {
             double seconds = 0;
             for (int epoch = 0; epoch < 2; epoch++) {
                 // the second pass is measured: the first warms the JIT (anndata's code is warm from the start)
                 long start = System.nanoTime();
                 for (Batch batch : stream.epoch(epoch)) {
-                    sink += batch.data().get(ValueLayout.JAVA_BYTE, 0);
+                    sink += sparse ? batch.storedValues() : batch.data().get(ValueLayout.JAVA_BYTE, 0);
                 }
+                bufferBytes[0] = stream.bufferMemory();
                 seconds = (System.nanoTime() - start) / 1e9;
             }
             blackhole(sink);

@@ -241,8 +241,8 @@ final class BenchCommand implements Runnable {
         private boolean noBaselines;
         @Option(names = "--json", description = "print JSON rows instead of a table")
         private boolean json;
-        @Option(names = "--formats", defaultValue = "h5ad", split = ",", description = "h5ad (the tasks above) and/or "
-                + "zarr (the stream over <file>.zarr, written from the .h5ad by anndata's write_zarr when missing, against "
+        @Option(names = "--formats", defaultValue = "h5ad", split = ",", description = "h5ad (the tasks above; or some "
+                + "of them: stream, random, shards) and/or zarr (the stream over <file>.zarr, written from the .h5ad by anndata's write_zarr when missing, against "
                 + "zarr-python and anndata.read_zarr) (default ${DEFAULT-VALUE})")
         private List<String> formats;
         @Option(names = "--repeats", defaultValue = "5", description = "runs of each side of the zarr comparison, "
@@ -259,8 +259,9 @@ final class BenchCommand implements Runnable {
                 }
             }
             for (String format : formats) {
-                if (!format.equals("h5ad") && !format.equals("zarr")) {
-                    throw new dev.memfit.MemfitException("--formats: expected h5ad and/or zarr, found '" + format + "'");
+                if (!List.of("h5ad", "stream", "random", "shards", "zarr").contains(format)) {
+                    throw new dev.memfit.MemfitException("--formats: expected h5ad (or some of its tasks: stream, random, "
+                            + "shards) and/or zarr, found '" + format + "'");
                 }
             }
             if (repeats < 1) {
@@ -313,15 +314,21 @@ final class BenchCommand implements Runnable {
                 batchColumn.append(batch);
                 method.append(row.method());
                 threadColumn.append(row.threads());
-                cellsPerSecond.append(Math.round(row.cellsPerSecond()));
-                gbps.append(round(row.gigabytesPerSecond(), 3));
+                if (Double.isNaN(row.cellsPerSecond())) {
+                    // a task that did not run (such as buffers refused as not fitting): no figure, and no ratio
+                    cellsPerSecond.appendMissing();
+                    gbps.appendMissing();
+                } else {
+                    cellsPerSecond.append(Math.round(row.cellsPerSecond()));
+                    gbps.append(round(row.gigabytesPerSecond(), 3));
+                }
                 // the baseline of a memfit row: the non-memfit row of the same task (and thread count when it has one)
                 double baseline = !row.method().startsWith("memfit") ? Double.NaN : rows.stream()
                         .filter(r -> r.task().equals(row.task()) && !r.method().startsWith("memfit"))
                         .filter(r -> r.threads() == row.threads() || rows.stream().noneMatch(o -> o.task().equals(row.task())
                                 && !o.method().startsWith("memfit") && o.threads() == row.threads()))
                         .mapToDouble(H5adBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
-                if (Double.isNaN(baseline)) {
+                if (Double.isNaN(baseline) || Double.isNaN(row.cellsPerSecond())) {
                     ratio.appendMissing();
                 } else {
                     ratio.append(round(row.cellsPerSecond() / baseline, 2));
@@ -465,8 +472,14 @@ final class BenchCommand implements Runnable {
                 layout.append(row.layout());
                 method.append(row.method());
                 threadColumn.append(row.threads());
-                cellsPerSecond.append(Math.round(row.cellsPerSecond()));
-                gbps.append(round(row.gigabytesPerSecond(), 3));
+                if (Double.isNaN(row.cellsPerSecond())) {
+                    // a task that did not run (such as buffers refused as not fitting): no figure, and no ratio
+                    cellsPerSecond.appendMissing();
+                    gbps.appendMissing();
+                } else {
+                    cellsPerSecond.append(Math.round(row.cellsPerSecond()));
+                    gbps.append(round(row.gigabytesPerSecond(), 3));
+                }
                 disk.append(round(row.megabytesOnDisk(), 1));
                 boolean memfit = row.method().startsWith("memfit");
                 double dense = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals("dense")

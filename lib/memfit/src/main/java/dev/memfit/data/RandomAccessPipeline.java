@@ -20,6 +20,11 @@ import java.util.NoSuchElementException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import dev.memfit.source.SparseRows;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,16 +56,19 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     private final int threads;
     private final DType outputType;
     private final ExecutorService pool;
-    private final Arena arena = Arena.ofShared();
+    /** Each buffer's own arena (by the buffer's address): a sparse batch larger than its buffer replaces it. */
+    private final Map<Long, Arena> arenas = new ConcurrentHashMap<>();
+    private final Map<Long, NativeMemory.Reservation> reservations = new ConcurrentHashMap<>();
     private final ConcurrentLinkedDeque<MemorySegment> freeBuffers = new ConcurrentLinkedDeque<>();
     private final List<MemorySegment> buffers = new ArrayList<>();
-    private final List<PinnedMemory.Pin> pins = new ArrayList<>();
+    private final Map<Long, PinnedMemory.Pin> pins = new HashMap<>();
     private boolean pinned;
-    private final NativeMemory.Reservation reservation;
-    private final long bufferBytes;
+    private volatile boolean closed;
+    /** The source's rows as CSR, for sparse batches; null for dense ones. */
+    private final SparseRows sparse;
 
     RandomAccessPipeline(SampleSource source, boolean ownsSource, Sampler sampler, int batchSize, boolean dropLast, int prefetch,
-           int threads, DType outputType) {
+           int threads, DType outputType, boolean sparseBatches) {
         this.source = source;
         this.ownsSource = ownsSource;
         this.sampler = sampler;
@@ -69,16 +77,58 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         this.prefetch = prefetch;
         this.threads = threads;
         this.outputType = outputType;
+        this.sparse = sparseBatches ? sparseRowsOf(source) : null;
         this.pool = threads == 0 ? null
                 : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
-        this.bufferBytes = bufferBytes(source, batchSize, outputType);
-        int buffers = bufferCount();
-        for (int i = 0; i < buffers; i++) {
-            MemorySegment buffer = arena.allocate(Math.max(1, bufferBytes), 64);
+        long bufferBytes = bufferBytes(source, batchSize, outputType, sparseBatches);
+        int count = bufferCount();
+        for (int i = 0; i < count; i++) {
+            MemorySegment buffer = allocate(bufferBytes);
             this.buffers.add(buffer);
             freeBuffers.add(buffer);
         }
-        this.reservation = NativeMemory.ALLOCATED.reserve(buffers * bufferBytes);
+    }
+
+    /** The rows of a source as CSR, or a refusal naming the source. */
+    static SparseRows sparseRowsOf(SampleSource source) {
+        if (source.sampleShape().dimension() != 1) {
+            throw new MemfitException("sparse batches are rows of one dimension; " + source.describe() + " has samples of "
+                    + source.sampleShape());
+        }
+        return source.sparseRows().orElseThrow(() -> new MemfitException("sparse batches (optSparseBatches): "
+                + source.describe() + " stores its samples dense; leave optSparseBatches off, or read a CSR/CSC matrix or "
+                + "sparse shards"));
+    }
+
+    private MemorySegment allocate(long bytes) {
+        Arena arena = Arena.ofShared();
+        MemorySegment buffer = arena.allocate(Math.max(1, bytes), 64);
+        arenas.put(buffer.address(), arena);
+        reservations.put(buffer.address(), NativeMemory.ALLOCATED.reserve(buffer.byteSize()));
+        return buffer;
+    }
+
+    /** Replaces a buffer (in no batch's hands) by a larger one, pinned as the others are; frees the old one. */
+    private MemorySegment grow(MemorySegment old, long bytes) {
+        MemorySegment larger = allocate(bytes);
+        synchronized (this) {
+            if (closed) {
+                arenas.remove(larger.address()).close();
+                reservations.remove(larger.address()).close();
+                throw new IllegalStateException("the loader is closed");
+            }
+            buffers.set(buffers.indexOf(old), larger);
+            PinnedMemory.Pin pin = pins.remove(old.address());
+            if (pin != null) {
+                pin.close();
+            }
+            if (pinned) {
+                PinnedMemory.pin(larger).ifPresent(p -> pins.put(larger.address(), p));
+            }
+            arenas.remove(old.address()).close();
+            reservations.remove(old.address()).close();
+        }
+        return larger;
     }
 
     @Override
@@ -116,14 +166,39 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     @Override
-    public long bufferMemory() {
-        return bufferCount() * bufferBytes;
+    public synchronized long bufferMemory() {
+        return buffers.stream().mapToLong(MemorySegment::byteSize).sum();
     }
 
-    /** One batch buffer: room for the samples as read and as handed out (after a type conversion). */
-    static long bufferBytes(SampleSource source, int batchSize, DType outputType) {
+    /**
+     * One batch buffer: room for the samples as read and as handed out (after a type conversion). Sparse: the row
+     * offsets, and values with their column indices for a quarter more than a batch's share of the source's stored
+     * values (never more than dense); a batch with more replaces its buffer by one large enough.
+     */
+    static long bufferBytes(SampleSource source, int batchSize, DType outputType, boolean sparseBatches) {
         long outputBytes = (long) batchSize * source.sampleShape().size() * outputType.byteSize();
+        if (sparseBatches) {
+            SparseRows rows = sparseRowsOf(source);
+            double perRow = rows.storedValues() / (double) Math.max(1, source.size());
+            long expected = (long) Math.ceil(batchSize * perRow * 1.25) + 64;
+            long capacity = Math.min(expected, (long) batchSize * source.sampleShape().size());
+            return sparseBufferBytes(batchSize, capacity, source.dtype(), outputType);
+        }
         return Math.max(outputBytes, (long) batchSize * source.sampleBytes());
+    }
+
+    /** A sparse buffer: row offsets (int64), then values (room for the wider of both types), then column indices. */
+    private static long sparseBufferBytes(int batchSize, long capacity, DType from, DType to) {
+        return valuesAt(batchSize) + capacity * (Math.max(from.byteSize(), to.byteSize()) + Integer.BYTES);
+    }
+
+    private static long valuesAt(int batchSize) {
+        return (batchSize + 1L) * Long.BYTES;
+    }
+
+    /** The values a sparse buffer of this size holds. */
+    private long capacity(MemorySegment buffer) {
+        return (buffer.byteSize() - valuesAt(batchSize)) / (Math.max(source.dtype().byteSize(), outputType.byteSize()) + Integer.BYTES);
     }
 
     /**
@@ -169,10 +244,10 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         if (!pinned) {
             pinned = true;
             for (MemorySegment buffer : buffers) {
-                PinnedMemory.pin(buffer).ifPresent(pins::add);
+                PinnedMemory.pin(buffer).ifPresent(pin -> pins.put(buffer.address(), pin));
             }
         }
-        return pins.stream().mapToLong(PinnedMemory.Pin::bytes).sum();
+        return pins.values().stream().mapToLong(PinnedMemory.Pin::bytes).sum();
     }
 
     /** Stops the reader threads and frees the buffers (unpinned first); closes the source when the loader opened it. */
@@ -182,11 +257,14 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             pool.shutdownNow();
         }
         synchronized (this) {
-            pins.forEach(PinnedMemory.Pin::close);
+            closed = true;
+            pins.values().forEach(PinnedMemory.Pin::close);
             pins.clear();
+            arenas.values().forEach(Arena::close);
+            arenas.clear();
+            reservations.values().forEach(NativeMemory.Reservation::close);
+            reservations.clear();
         }
-        arena.close();
-        reservation.close();
         if (ownsSource) {
             source.close();
         }
@@ -199,6 +277,9 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     private Batch fill(long epoch, long number, long[] indices, MemorySegment buffer) {
+        if (sparse != null) {
+            return fillSparse(epoch, number, indices, buffer);
+        }
         Shape sample = source.sampleShape();
         long[] dims = new long[sample.dimension() + 1];
         dims[0] = indices.length;
@@ -216,6 +297,47 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             throw e;
         }
         return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
+    }
+
+    /**
+     * A sparse batch: its rows in ascending sample order (runs of consecutive rows read at once; the order within a
+     * batch does not matter to a gradient), each row's columns ascending and unique (duplicates summed, as scipy's
+     * canonical form has them).
+     */
+    private Batch fillSparse(long epoch, long number, long[] indices, MemorySegment buffer) {
+        MemorySegment into = buffer;
+        try {
+            long[] rows = indices.clone();
+            Arrays.sort(rows);
+            long nnz = sparse.storedValues(rows);
+            if (nnz > capacity(into)) {
+                into = grow(into, sparseBufferBytes(batchSize, nnz + nnz / 4, source.dtype(), outputType));
+            }
+            DType from = source.dtype();
+            long capacity = capacity(into);
+            long valuesAt = valuesAt(batchSize);
+            long columnsAt = valuesAt + capacity * Math.max(from.byteSize(), outputType.byteSize());
+            MemorySegment offsets = into.asSlice(0, (rows.length + 1L) * Long.BYTES);
+            MemorySegment columns = into.asSlice(columnsAt, nnz * Integer.BYTES);
+            long staging = DType.stagingOffset(nnz, from, outputType);
+            long read = sparse.read(rows, into.asSlice(valuesAt + staging, nnz * from.byteSize()), columns, offsets);
+            if (read != nnz) {
+                throw new MemfitException(source.describe() + ": rows " + rows[0] + "... of batch " + number + " hold "
+                        + read + " values, their row pointers say " + nnz + "; was the file changed while open?");
+            }
+            MemorySegment values = into.asSlice(valuesAt, nnz * outputType.byteSize());
+            if (from != outputType) {
+                DType.convertInPlace(into.asSlice(valuesAt), nnz, from, ByteOrder.nativeOrder(), outputType);
+            }
+            long kept = SparseCanonical.sumDuplicates(values, columns, offsets, rows.length, outputType);
+            MemorySegment release = into;
+            return new Batch(epoch, number, rows, into, values.asSlice(0, kept * outputType.byteSize()),
+                    columns.asSlice(0, kept * Integer.BYTES), offsets, new Shape(rows.length, source.sampleShape().get(0)),
+                    outputType, b -> freeBuffers.addFirst(release));
+        } catch (RuntimeException e) {
+            freeBuffers.addFirst(into);
+            throw e;
+        }
     }
 
     /** Reads in the source's type where the conversion needs it, then converts in place to the output type. */

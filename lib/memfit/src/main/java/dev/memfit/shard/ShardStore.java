@@ -620,6 +620,64 @@ public final class ShardStore implements SampleSource {
         }
     }
 
+    /**
+     * The cells of CSR shards as stored, straight from the shards' mappings (gene indices checked as they are
+     * copied); empty for dense shards.
+     */
+    @Override
+    public java.util.Optional<dev.memfit.source.SparseRows> sparseRows() {
+        if (layout != ShardLayout.SPARSE) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(new dev.memfit.source.SparseRows() {
+            @Override
+            public long storedValues() {
+                return storedValues;
+            }
+
+            @Override
+            public long storedValues(long[] rows) {
+                long total = 0;
+                for (long index : rows) {
+                    int shard = shardOf(index);
+                    long row = index - starts[shard];
+                    total += pointers[shard].get(LONG_LE, (row + 1) * Long.BYTES) - pointers[shard].get(LONG_LE, row * Long.BYTES);
+                }
+                return total;
+            }
+
+            @Override
+            public long read(long[] rows, MemorySegment into, MemorySegment columns, MemorySegment rowOffsets) {
+                long done = 0;
+                rowOffsets.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 0L);
+                for (int r = 0; r < rows.length; r++) {
+                    int shard = shardOf(rows[r]);
+                    long row = rows[r] - starts[shard];
+                    long start = pointers[shard].get(LONG_LE, row * Long.BYTES);
+                    long n = pointers[shard].get(LONG_LE, (row + 1) * Long.BYTES) - start;
+                    MemorySegment.copy(indices[shard], INT_LE, start * Integer.BYTES, columns, ValueLayout.JAVA_INT_UNALIGNED,
+                            done * Integer.BYTES, n);
+                    for (long k = 0; k < n; k++) {
+                        int gene = columns.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, done + k);
+                        if (Integer.compareUnsigned(gene, genes) >= 0) {
+                            throw badIndex(shard, start + k, gene);
+                        }
+                    }
+                    if (valueBytes == Double.BYTES) {
+                        MemorySegment.copy(values[shard], DOUBLE_LE, start * Double.BYTES, into, ValueLayout.JAVA_DOUBLE_UNALIGNED,
+                                done * Double.BYTES, n);
+                    } else {
+                        MemorySegment.copy(values[shard], FLOAT_LE, start * Float.BYTES, into, ValueLayout.JAVA_FLOAT_UNALIGNED,
+                                done * Float.BYTES, n);
+                    }
+                    done += n;
+                    rowOffsets.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, r + 1, done);
+                }
+                return done;
+            }
+        });
+    }
+
     private InvalidFileException badIndex(int shard, long k, int gene) {
         return new InvalidFileException(indexFiles[shard], indexOffsets[shard] + k * Integer.BYTES,
                 "gene indices in [0, " + genes + ") (the vocabulary)", "index " + gene + " at stored value " + k);

@@ -111,6 +111,58 @@ public final class AnnDataSource implements SampleSource {
         }
     }
 
+    /**
+     * The cells as stored, for a CSR or CSC X (a CSC X through its transpose): runs of consecutive cells are read at
+     * once, through the reader's chunk cache for a compressed file.
+     */
+    @Override
+    public java.util.Optional<SparseRows> sparseRows() {
+        if (!cells.sparse()) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(new SparseRows() {
+            @Override
+            public long storedValues() {
+                return cells.storedValues();
+            }
+
+            @Override
+            public long storedValues(long[] rows) {
+                long total = 0;
+                for (long row : rows) {
+                    total += cells.storedValues(row, 1);
+                }
+                return total;
+            }
+
+            @Override
+            public long read(long[] rows, MemorySegment values, MemorySegment columns, MemorySegment rowOffsets) {
+                int n = rows.length;
+                long done = 0;
+                rowOffsets.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, 0L);
+                int start = 0;
+                while (start < n) {
+                    int end = start + 1;
+                    while (end < n && rows[end] == rows[end - 1] + 1) {
+                        end++;
+                    }
+                    int count = end - start;
+                    java.util.Objects.checkIndex(rows[start], size());
+                    java.util.Objects.checkIndex(rows[end - 1], size());
+                    long[] starts = new long[count + 1];
+                    long read = cells.readCsr(rows[start], count, values.asSlice(done * type.byteSize()),
+                            columns.asSlice(done * Integer.BYTES), starts, type);
+                    for (int r = 1; r <= count; r++) {
+                        rowOffsets.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, start + r, done + starts[r]);
+                    }
+                    done += read;
+                    start = end;
+                }
+                return done;
+            }
+        });
+    }
+
     /** The places of a batch ordered by their cell (stable, so a cell asked twice keeps its places' order). */
     private static int[] byCell(long[] indices, long size) {
         int n = indices.length;

@@ -90,6 +90,15 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * The samples as sparse rows, for a source that stores them sparse (see {@link SparseRows}); empty for dense data.
+     *
+     * @return the sparse rows, or empty
+     */
+    default java.util.Optional<SparseRows> sparseRows() {
+        return java.util.Optional.empty();
+    }
+
+    /**
      * A one-line description for tables and messages, such as {@code mapped counts.npy}.
      *
      * @return the description

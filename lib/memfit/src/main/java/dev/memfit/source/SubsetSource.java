@@ -68,11 +68,35 @@ public final class SubsetSource implements SampleSource {
 
     @Override
     public void readBatch(long[] batch, MemorySegment into) {
+        base.readBatch(mapped(batch), into);
+    }
+
+    private long[] mapped(long[] batch) {
         long[] mapped = new long[batch.length];
         for (int i = 0; i < batch.length; i++) {
             mapped[i] = baseIndex(batch[i]);
         }
-        base.readBatch(mapped, into);
+        return mapped;
+    }
+
+    @Override
+    public java.util.Optional<SparseRows> sparseRows() {
+        return base.sparseRows().map(rows -> new SparseRows() {
+            @Override
+            public long storedValues() {
+                return rows.storedValues(indices);
+            }
+
+            @Override
+            public long storedValues(long[] batch) {
+                return rows.storedValues(mapped(batch));
+            }
+
+            @Override
+            public long read(long[] batch, MemorySegment values, MemorySegment columns, MemorySegment rowOffsets) {
+                return rows.read(mapped(batch), values, columns, rowOffsets);
+            }
+        });
     }
 
     @Override

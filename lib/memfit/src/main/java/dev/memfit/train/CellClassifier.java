@@ -110,7 +110,7 @@ public final class CellClassifier implements Trainer {
                 @Override
                 public double backward(Batch batch, Fit.Step step) {
                     NDManager scope = step.batchScope();
-                    NDArray x = batch.toNDArray(scope).toDevice(target, false).reshape(batch.size(), genes).add(1f).log();
+                    NDArray x = Fit.onDevice(batch, scope, target).reshape(batch.size(), genes).add(1f).log();
                     int[] y = new int[batch.size()];
                     long[] indices = batch.indices();
                     for (int i = 0; i < y.length; i++) {
@@ -172,7 +172,7 @@ public final class CellClassifier implements Trainer {
         long size = loader.sampleShape().size();
         for (Batch batch : loader.epoch(0)) {
             try (NDManager step = manager.newSubManager()) {
-                NDArray x = batch.toNDArray(step).toDevice(manager.getDevice(), false).reshape(batch.size(), size).add(1f).log();
+                NDArray x = Fit.onDevice(batch, step, manager.getDevice()).reshape(batch.size(), size).add(1f).log();
                 long[] best = network.forward(store, new NDList(x), false).singletonOrThrow().argMax(1)
                         .toDevice(Device.cpu(), false).toType(DataType.INT64, false).toLongArray();
                 long[] indices = batch.indices();

@@ -164,6 +164,17 @@ final class Fit {
         }
     }
 
+    /**
+     * A batch on the training device: a dense batch shares its memory on the CPU, then is copied there; a sparse one
+     * (CSR) is densified there, so only the device holds its dense form.
+     */
+    static ai.djl.ndarray.NDArray onDevice(dev.memfit.data.Batch batch, ai.djl.ndarray.NDManager scope, Device target) {
+        if (!batch.isSparse()) {
+            return batch.toNDArray(scope).toDevice(target, false);
+        }
+        return batch.toNDArray(scope.getDevice().equals(target) ? scope : scope.newSubManager(target));
+    }
+
     static Device defaultDevice() {
         return engine().defaultDevice();
     }

@@ -111,7 +111,7 @@ public final class ImageVae implements Trainer {
                 @Override
                 public double backward(Batch batch, Fit.Step step) {
                     NDManager scope = step.batchScope();
-                    NDArray x = standardise(batch.toNDArray(scope).toDevice(manager.getDevice(), false)
+                    NDArray x = standardise(Fit.onDevice(batch, scope, manager.getDevice())
                             .reshape(batch.size(), pixels));
                     NDArray perImage = losses(x, scope);
                     step.backward(perImage.sum().mul(share));
@@ -199,7 +199,7 @@ public final class ImageVae implements Trainer {
         List<float[]> rows = new ArrayList<>();
         for (Batch batch : loader.epoch(0)) {
             try (NDManager step = manager.newSubManager()) {
-                NDArray x = standardise(batch.toNDArray(step).toDevice(manager.getDevice(), false).reshape(batch.size(), pixels));
+                NDArray x = standardise(Fit.onDevice(batch, step, manager.getDevice()).reshape(batch.size(), pixels));
                 NDArray encoded = encoder.forward(store, new NDList(x), false).singletonOrThrow();
                 float[] means = encoded.get(new NDIndex(":, :" + latent)).toDevice(Device.cpu(), false).toFloatArray();
                 for (int i = 0; i < batch.size(); i++) {

@@ -221,7 +221,7 @@ public final class TopicModel implements Trainer {
         public NDArray backwardOnDevice(Batch batch, Fit.Step step) {
             NDManager scope = step.batchScope();
             Device target = docLogits.getDevice();
-            NDArray counts = batch.toNDArray(scope).toDevice(target, false);
+            NDArray counts = Fit.onDevice(batch, scope, target);
             NDArray ids = scope.create(batch.indices()).toDevice(target, false);
             // Sparse: the batch's rows of A become a leaf of their own, so a step costs O(batch k), not O(n k).
             // Dense: gradients flow into all of A, as in tinytopics.
