@@ -273,7 +273,7 @@ public final class DiskEpochs {
      * dropped from the page cache first), or right after another read (inside a memory limit, each new page then has
      * to evict an old one first, as in an epoch after the first).
      */
-    private static Row sequentialRead(Path file, boolean cold) {
+    static Row sequentialRead(Path file, boolean cold) {
         if (cold) {
             PageCache.evict(file);
         }

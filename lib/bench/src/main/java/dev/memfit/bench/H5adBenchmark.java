@@ -145,10 +145,23 @@ public final class H5adBenchmark {
         return rows;
     }
 
-    /** The stream over the .h5ad, dense and sparse batches, beside anndata's backed {@code chunked_X}. */
+    /**
+     * The stream over the .h5ad, dense and sparse batches, beside anndata's backed {@code chunked_X}; when the file
+     * does not fit in the memory this process may use (run with {@code --memory} below its size), the storage's own
+     * sequential read of the whole file too, cold and again: the bound of an epoch that reads it all from storage.
+     */
     private static List<Row> stream(Settings settings, long cells, long rowBytes) {
         Path file = settings.file();
         List<Row> rows = new ArrayList<>();
+        if (!dev.memfit.ProcessMemory.current().fitsInMemory(size(file))) {
+            for (boolean cold : new boolean[]{true, false}) {
+                DiskEpochs.Row read = DiskEpochs.sequentialRead(file, cold);
+                rows.add(new Row("whole file from storage", String.format(java.util.Locale.ROOT,
+                        "storage: sequential read of the whole file%s (%.0f MB/s, %,d MB read from storage)",
+                        cold ? ", cold" : ", again", read.megabytesPerSecond(), read.readFromStorage() / 1_000_000),
+                        1, cells / read.seconds(), cells * rowBytes / read.seconds() / 1e9, 0, 0));
+            }
+        }
         for (int threads : settings.threads()) {
             H5ad.ChunkCacheStatistics before = H5ad.processChunkCacheStatistics();
             long[] buffers = new long[1];
@@ -222,9 +235,20 @@ public final class H5adBenchmark {
                 LoaderBenchmark.warmPageCache(shard);
             }
             for (int threads : settings.threads()) {
-                double perSecond = ShardBenchmark.loader(store, settings.batchSize(), settings.epochs(), threads, settings.seed());
-                rows.add(new Row("random batches from shards", "memfit loader over ShardStore", threads, perSecond,
-                        perSecond * rowBytes / 1e9, 0, 0));
+                for (boolean sparse : new boolean[]{false, true}) {
+                    String method = "memfit loader over ShardStore" + (sparse ? ", sparse batches (CSR)" : "");
+                    try {
+                        double perSecond = ShardBenchmark.loader(store, settings.batchSize(), settings.epochs(), threads,
+                                settings.seed(), sparse);
+                        rows.add(new Row("random batches from shards", method, threads, perSecond,
+                                perSecond * rowBytes / 1e9, 0, 0));
+                    } catch (dev.memfit.MemfitException e) {
+                        // buffers refused as not fitting in the memory left: said in the row, the other rows still run
+                        rows.add(new Row("random batches from shards", method + ": refused, the buffers do not fit ("
+                                + e.getMessage().replaceAll(".*need ", "need ").replaceAll(":.*", "") + ")", threads,
+                                Double.NaN, Double.NaN, 0, 0));
+                    }
+                }
             }
             if (settings.baselines()) {
                 // the C loop of the shards' layout: CSR rows zeroed and scattered (the default for a sparse X), or

@@ -112,16 +112,22 @@ public final class ShardBenchmark {
      * @return cells per second
      */
     static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed) {
+        return loader(store, batchSize, epochs, threads, seed, false);
+    }
+
+    /** As {@link #loader(ShardStore, int, int, int, long)}, the batches sparse (CSR) when {@code sparse}. */
+    static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed, boolean sparse) {
         long sink = 0;
         double steady = 0;
         long cells = 0;
         try (Loader loader = Datasets.of(store).optBatchSize(batchSize).optShuffle(seed).optDropLast(true)
-                .optThreads(threads - 1).optPrefetch(2 * threads).build()) {
+                .optSparseBatches(sparse).optThreads(threads - 1).optPrefetch(2 * threads).build()) {
             for (int epoch = 0; epoch < epochs; epoch++) {
                 long start = System.nanoTime();
                 long epochCells = 0;
                 for (Batch batch : loader.epoch(epoch)) {
-                    sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+                    sink += sparse ? batch.storedValues()
+                            : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
                     epochCells += batchSize;
                 }
                 if (epoch > 0 || epochs == 1) {

@@ -290,7 +290,11 @@ final class BenchCommand implements Runnable {
                 printJson(tagged);
                 return 0;
             }
-            Table table = Table.create("Single-cell atlas " + target + " (page-cached); ratios against the other method of the same task and threads");
+            long fileBytes = java.nio.file.Files.size(target);
+            String where = dev.memfit.ProcessMemory.current().fitsInMemory(fileBytes) ? "page-cached"
+                    : String.format(java.util.Locale.ROOT, "%,d MB, larger than the memory this process may use: "
+                    + "read from storage", fileBytes / 1_000_000);
+            Table table = Table.create("Single-cell atlas " + target + " (" + where + "); ratios against the other method of the same task and threads");
             StringColumn task = StringColumn.create("task");
             StringColumn method = StringColumn.create("method");
             IntColumn batchColumn = IntColumn.create("batch");

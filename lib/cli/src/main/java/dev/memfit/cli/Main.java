@@ -12,7 +12,7 @@ import java.nio.file.Path;
  */
 @Command(name = "memfit", mixinStandardHelpOptions = true, version = "memfit 0.1.0",
         description = "Training on data larger than GPU memory or RAM: inspect files, run benchmarks, generate data.",
-        subcommands = {InspectCommand.class, BenchCommand.class, GenerateCommand.class, SelectRandomCommand.class, PackCommand.class, EstimateCommand.class, ShardCommand.class, ShardCommand.Validate.class, PreprocessCommand.class, CacheCommand.class})
+        subcommands = {InspectCommand.class, BenchCommand.class, GenerateCommand.class, SelectRandomCommand.class, PackCommand.class, EstimateCommand.class, ShardCommand.class, ShardCommand.Validate.class, PreprocessCommand.class, CacheCommand.class, TrainCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -481,6 +481,43 @@ public final class ShardStore implements SampleSource {
     }
 
     /**
+     * The class of every cell from a column of the shards' cell tables (the source's {@code obs}, carried shard by
+     * shard), as {@code Datasets.labels} reads an {@code .h5ad}'s: for a classifier's targets or a weighted sampler.
+     *
+     * @param column the column, such as "cell_type"
+     * @return the class of each cell, in the store's order, and the class names, sorted
+     * @throws dev.memfit.MemfitException naming the columns there are when this one is missing, or when it holds numbers
+     */
+    public dev.memfit.sample.Labels labels(String column) {
+        JsonNode metadata = metadata(folder);
+        List<String> names = new ArrayList<>();
+        for (JsonNode shard : metadata.path("shards")) {
+            Path table = folder.resolve(shard.path("metadata").asText());
+            java.util.Map<String, dev.memfit.io.anndata.FrameColumn> columns = CellTable.read(table);
+            dev.memfit.io.anndata.FrameColumn values = columns.get(column);
+            if (values == null) {
+                throw new dev.memfit.MemfitException(table + ": the cell table has no column '" + column + "'; it has "
+                        + String.join(", ", columns.keySet()));
+            }
+            switch (values.labels()) {
+                case String[] text -> names.addAll(java.util.Arrays.asList(text));
+                case boolean[] flags -> {
+                    for (boolean flag : flags) {
+                        names.add(flag ? "True" : "False");
+                    }
+                }
+                default -> throw new dev.memfit.MemfitException(table + ": column '" + column + "' holds numbers; labels "
+                        + "are read from a column of strings, categories or booleans");
+            }
+        }
+        if (names.size() != cells) {
+            throw new dev.memfit.MemfitException(folder + ": the cell tables have " + names.size() + " rows, the shards "
+                    + cells + " cells");
+        }
+        return dev.memfit.sample.Labels.of(names.toArray(String[]::new), column);
+    }
+
+    /**
      * How the shards store their cells.
      *
      * @return dense or sparse (CSR)
