@@ -17,39 +17,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class TrainCommandTest {
 
-    /** ../shared/configs/train-atlas.yaml as the single-cell guide writes it. */
-    private static final String GUIDE = """
-            data:
-              source: local
-              shards:
-                enabled: true
-                shard_dir: ./atlas_shards/
-              gene_selection:
-                strategy: most_expressed
-                n_genes: 2048
-
-            training:
-              batch_size: 256
-              num_epochs: 10
-              accumulate_grad_batches: 2
-              precision: bf16-mixed
-              pin_memory: true
-              sampling:
-                strategy: weighted
-                label_key: cell_type
-                curriculum_warmup_epochs: 3
-              checkpoint_dir: ./runs/atlas
-
-            model:
-              architecture: transformer_encoder
-              d_model: 512
-              n_layers: 8
-              n_heads: 8
-
-            tokenizer:
-              strategy: rank_value
-              max_length: 2048
-            """;
+    /** The guide's config as the single-cell guide writes it (data-samples/train-atlas.yaml). */
+    private static final Path GUIDE = Path.of("..", "..", "data-samples", "train-atlas.yaml");
 
     @Test
     void theGuidesConfigTrainsScaledDown(@TempDir Path dir) throws Exception {
@@ -66,7 +35,7 @@ class TrainCommandTest {
                 """, atlas));
         ShardWriter.builder().setInput(atlas).optShardSize(100).write(dir.resolve("atlas_shards"));
         Path config = dir.resolve("train-atlas.yaml");
-        Files.writeString(config, GUIDE);
+        Files.copy(GUIDE, config);
         CliRun run = CliRun.of("train", "--config", config.toString(), "--set", "model.d_model=16", "--set", "model.n_layers=1",
                 "--set", "model.n_heads=2", "--set", "training.batch_size=50", "--set", "training.num_epochs=2",
                 "--set", "tokenizer.max_length=12", "--set", "data.gene_selection.n_genes=30");
@@ -88,9 +57,11 @@ class TrainCommandTest {
     @Test
     void aTypoFailsNamingItsLine(@TempDir Path dir) throws Exception {
         Path config = dir.resolve("train.yaml");
-        Files.writeString(config, GUIDE.replace("num_epochs: 10", "num_epoch: 10"));
+        String guide = Files.readString(GUIDE);
+        Files.writeString(config, guide.replace("num_epochs: 10", "num_epoch: 10"));
+        long line = guide.lines().takeWhile(l -> !l.contains("num_epochs: 10")).count() + 1;
         CliRun run = CliRun.of("train", "--config", config.toString());
         assertTrue(run.status() != 0);
-        assertTrue(run.err().contains(config + " line 12: unknown key training.num_epoch"), run.err());
+        assertTrue(run.err().contains(config + " line " + line + ": unknown key training.num_epoch"), run.err());
     }
 }

@@ -21,39 +21,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class TrainConfigTest {
 
-    /** The guide's config, as ../shared/configs/train-atlas.yaml has it. */
-    static final String GUIDE = """
-            data:
-              source: local
-              shards:
-                enabled: true
-                shard_dir: ./atlas_shards/
-              gene_selection:
-                strategy: most_expressed
-                n_genes: 2048
+    /** The guide's config as it is, from data-samples/train-atlas.yaml (its header comments included). */
+    static final String GUIDE = guide();
 
-            training:
-              batch_size: 256
-              num_epochs: 10
-              accumulate_grad_batches: 2
-              precision: bf16-mixed
-              pin_memory: true
-              sampling:
-                strategy: weighted
-                label_key: cell_type
-                curriculum_warmup_epochs: 3
-              checkpoint_dir: ./runs/atlas
+    static String guide() {
+        try {
+            return Files.readString(Path.of("..", "..", "data-samples", "train-atlas.yaml"));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 
-            model:
-              architecture: transformer_encoder
-              d_model: 512
-              n_layers: 8
-              n_heads: 8
-
-            tokenizer:
-              strategy: rank_value
-              max_length: 2048
-            """;
+    /** The line of the guide that holds a fragment, from 1. */
+    static int lineOf(String fragment) {
+        List<String> lines = GUIDE.lines().toList();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains(fragment)) {
+                return i + 1;
+            }
+        }
+        throw new AssertionError(fragment + " is not in the guide's config");
+    }
 
     @TempDir
     Path dir;
@@ -111,14 +99,14 @@ class TrainConfigTest {
     @Test
     void mistakesAreRefusedNamingLineAndKey() {
         String typo = refused(GUIDE.replace("batch_size: 256", "batchsize: 256"));
-        assertTrue(typo.contains("line 11") && typo.contains("unknown key training.batchsize")
+        assertTrue(typo.contains("line " + lineOf("batch_size: 256")) && typo.contains("unknown key training.batchsize")
                 && typo.contains("batch_size"), typo);
         String negative = refused(GUIDE.replace("batch_size: 256", "batch_size: -4"));
-        assertTrue(negative.contains("line 11: training.batch_size: expected a whole number >= 1, found '-4'"), negative);
+        assertTrue(negative.contains("line " + lineOf("batch_size: 256") + ": training.batch_size: expected a whole number >= 1, found '-4'"), negative);
         String text = refused(GUIDE.replace("n_layers: 8", "n_layers: eight"));
-        assertTrue(text.contains("line 25: model.n_layers") && text.contains("'eight'"), text);
+        assertTrue(text.contains("line " + lineOf("n_layers: 8") + ": model.n_layers") && text.contains("'eight'"), text);
         String precision = refused(GUIDE.replace("bf16-mixed", "16-mixed"));
-        assertTrue(precision.contains("line 14: training.precision: expected one of 32-true, 32, bf16-mixed")
+        assertTrue(precision.contains("line " + lineOf("precision:") + ": training.precision: expected one of 32-true, 32, bf16-mixed")
                 && precision.contains("float16 is not supported"), precision);
         String section = refused(GUIDE.replace("""
                   sampling:
@@ -130,9 +118,10 @@ class TrainConfigTest {
         String heads = refused(GUIDE.replace("n_heads: 8", "n_heads: 6"));
         assertTrue(heads.contains("model.d_model (512) must be a multiple of model.n_heads (6)"), heads);
         String unknownSection = refused(GUIDE + "optimizer:\n  lr: 0.1\n");
-        assertTrue(unknownSection.contains("line 31: unknown key optimizer") && unknownSection.contains("data, training, model, tokenizer"), unknownSection);
+        assertTrue(unknownSection.contains("line " + (GUIDE.lines().count() + 1) + ": unknown key optimizer") && unknownSection.contains("data, training, model, tokenizer"), unknownSection);
         String duplicate = refused(GUIDE.replace("num_epochs: 10", "num_epochs: 10\n  num_epochs: 3"));
-        assertTrue(duplicate.contains("line 13: training.num_epochs is given twice (first on line 12)"), duplicate);
+        int epochs = lineOf("num_epochs: 10");
+        assertTrue(duplicate.contains("line " + (epochs + 1) + ": training.num_epochs is given twice (first on line " + epochs + ")"), duplicate);
         String bucket = refused(GUIDE.replace("source: local", "source: s3"));
         assertTrue(bucket.contains("must be an address s3://bucket/folder"), bucket);
         String override = refused(GUIDE, "training.batch=3");
