@@ -1,6 +1,7 @@
 package dev.memfit.cli;
 
 import dev.memfit.ProgressListener;
+import dev.memfit.train.GeneTransformer;
 import dev.memfit.train.TrainConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -18,8 +19,8 @@ import java.util.concurrent.Callable;
 @Command(name = "train", mixinStandardHelpOptions = true,
         description = {"Train a gene-token transformer on shards from one YAML config (the single-cell guide's keys: "
                 + "data, training, model, tokenizer; see TrainConfig). Every key is checked before anything runs.",
-                "Prints each epoch's masked-gene loss beside the best constant prediction of the same genes, and the "
-                        + "cell-type loss when the shards' cell tables have the label column."})
+                "Prints each epoch's masked-gene loss beside the best prediction of the same genes from their rank "
+                        + "alone, and the cell-type loss when the shards' cell tables have the label column."})
 final class TrainCommand implements Callable<Integer> {
 
     @Option(names = "--config", required = true, description = "the YAML config")
@@ -39,16 +40,17 @@ final class TrainCommand implements Callable<Integer> {
             return 0;
         }
         try (TrainConfig.Trained run = settings.train(ProgressListener.console())) {
-            double[] genes = run.model().maskedGeneLosses();
-            double[] unigram = run.model().unigramLosses();
-            double[] types = run.model().cellTypeLosses();
+            java.util.Map<Integer, GeneTransformer.EpochLosses> parts = new java.util.HashMap<>();
+            run.model().epochLosses().forEach(losses -> parts.put(losses.epoch(), losses));
             System.out.printf(Locale.ROOT, "%-6s %-18s %-20s %-16s %-9s %s%n", "epoch", "masked-gene loss",
-                    "constant prediction", "cell-type loss", "seconds", "cells/s");
-            var history = run.fit().history();
-            for (int e = 0; e < history.size(); e++) {
-                var epoch = history.get(e);
-                System.out.printf(Locale.ROOT, "%-6d %-18s %-20s %-16s %-9.1f %.0f%n", epoch.epoch(),
-                        figure(genes, e), figure(unigram, e), figure(types, e), epoch.seconds(), epoch.samplesPerSecond());
+                    "from rank alone", "cell-type loss", "seconds", "cells/s");
+            for (var epoch : run.fit().history()) {
+                // epochs restored from a checkpoint have no parts here: their losses are the loop's only
+                GeneTransformer.EpochLosses losses = parts.get(epoch.epoch());
+                System.out.printf(Locale.ROOT, "%-6d %-18s %-20s %-16s %-9.1f %.0f%s%n", epoch.epoch(),
+                        losses == null ? "-" : figure(losses.maskedGenes()), losses == null ? "-" : figure(losses.rankBaseline()),
+                        losses == null ? "-" : figure(losses.cellType()), epoch.seconds(), epoch.samplesPerSecond(),
+                        losses == null ? String.format(Locale.ROOT, " (before the resume: total loss %.4f)", epoch.loss()) : "");
             }
             System.out.printf(Locale.ROOT, "%d cells a pass, %d gene tokens in the vocabulary, %d tokens a cell%s%n",
                     run.fit().history().isEmpty() ? 0 : run.fit().history().getFirst().samples(),
@@ -59,7 +61,7 @@ final class TrainCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static String figure(double[] values, int epoch) {
-        return epoch < values.length && !Double.isNaN(values[epoch]) ? String.format(Locale.ROOT, "%.4f", values[epoch]) : "-";
+    private static String figure(double value) {
+        return Double.isNaN(value) ? "-" : String.format(Locale.ROOT, "%.4f", value);
     }
 }

@@ -96,8 +96,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                     + source.sampleShape());
         }
         return source.sparseRows().orElseThrow(() -> new MemfitException("sparse batches (optSparseBatches): "
-                + source.describe() + " stores its samples dense; leave optSparseBatches off, or read a CSR/CSC matrix or "
-                + "sparse shards"));
+                + source.describe() + " hands its samples over dense only (a dense matrix, or shards in a bucket); "
+                + "leave optSparseBatches off, or read a CSR/CSC matrix or local sparse shards"));
     }
 
     private MemorySegment allocate(long bytes) {
@@ -110,13 +110,12 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
     /** Replaces a buffer (in no batch's hands) by a larger one, pinned as the others are; frees the old one. */
     private MemorySegment grow(MemorySegment old, long bytes) {
-        MemorySegment larger = allocate(bytes);
+        // allocated and registered under the lock that close() takes: a loader closed meanwhile frees it, once
         synchronized (this) {
             if (closed) {
-                arenas.remove(larger.address()).close();
-                reservations.remove(larger.address()).close();
                 throw new IllegalStateException("the loader is closed");
             }
+            MemorySegment larger = allocate(bytes);
             buffers.set(buffers.indexOf(old), larger);
             PinnedMemory.Pin pin = pins.remove(old.address());
             if (pin != null) {
@@ -127,8 +126,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             }
             arenas.remove(old.address()).close();
             reservations.remove(old.address()).close();
+            return larger;
         }
-        return larger;
     }
 
     @Override
@@ -334,7 +333,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             return new Batch(epoch, number, rows, into, values.asSlice(0, kept * outputType.byteSize()),
                     columns.asSlice(0, kept * Integer.BYTES), offsets, new Shape(rows.length, source.sampleShape().get(0)),
                     outputType, b -> freeBuffers.addFirst(release));
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // the buffer (the larger one, once grown) goes back, whatever failed: an allocation too
             freeBuffers.addFirst(into);
             throw e;
         }

@@ -481,6 +481,19 @@ public final class ShardStore implements SampleSource {
     }
 
     /**
+     * The columns of the shards' cell tables (the source's {@code obs} columns the conversion carried).
+     *
+     * @return the column names, in the tables' order (empty without shards)
+     */
+    public List<String> cellColumns() {
+        JsonNode first = metadata(folder).path("shards").path(0);
+        if (first.isMissingNode()) {
+            return List.of();
+        }
+        return List.copyOf(CellTable.read(folder.resolve(first.path("metadata").asText())).keySet());
+    }
+
+    /**
      * The class of every cell from a column of the shards' cell tables (the source's {@code obs}, carried shard by
      * shard), as {@code Datasets.labels} reads an {@code .h5ad}'s: for a classifier's targets or a weighted sampler.
      *

@@ -24,15 +24,16 @@ import java.util.TreeMap;
  * A gene-token transformer, as Geneformer: each cell is its rank-value tokens ({@link RankValueTokens}), read by a
  * pre-norm transformer encoder, trained to predict masked gene ids (a share of each cell's tokens replaced by the
  * mask token) and, with labels, the cell's type from its mean-pooled tokens. Both losses are summed; each is
- * reported per epoch ({@link #maskedGeneLosses()}, {@link #cellTypeLosses()}) beside the loss of the best constant
- * prediction of the same masked genes ({@link #unigramLosses()}): a model that learned nothing about the cells does
+ * reported per epoch ({@link #epochLosses()}) beside the loss of the best prediction of the same masked genes from
+ * their rank alone (a masked token keeps its position): a model that learned nothing about the rest of the cell does
  * no better than that.
  *
  * <p>The encoder is written here on DJL's operators (embedding, layer norm, linear, GELU, batched matmul, softmax),
  * not from DJL's {@code TransformerEncoderBlock}, which normalizes with batch statistics ({@code BatchNorm}) rather than
  * layer norm: that is not the architecture of Geneformer or of PyTorch's {@code nn.TransformerEncoderLayer}, and its
  * results would change with the batch. The parameters are named as PyTorch's {@code nn.TransformerEncoderLayer(
- * norm_first=True)} names them, so that the same initial weights can be loaded on both sides for a comparison.
+ * norm_first=True, activation="gelu", dropout=0)} names them, so that the same initial weights can be loaded on
+ * both sides for a comparison (no dropout here).
  *
  * <p>{@code optBf16(true)} runs the forward and backward passes in bfloat16 with float32 master weights (the weights
  * are cast at each use, their gradients flow back to float32, Adam updates float32), as {@code bf16-mixed} does, where
@@ -59,8 +60,10 @@ public final class GeneTransformer implements Trainer {
     private final Fit loop;
     private NDManager manager;
     private Map<String, NDArray> parameters;
+    /** Per epoch run here (the loader's number, from 0): masked-gene loss sum, masked tokens, cell-type loss sum, cells. */
     private final Map<Long, double[]> epochParts = new TreeMap<>();
-    private final Map<Long, long[]> epochTargets = new TreeMap<>();
+    /** Per epoch run here: how often each (position, gene) was a masked target, keyed position x vocabulary + id. */
+    private final Map<Long, Map<Long, Long>> epochTargets = new TreeMap<>();
     private boolean closed;
 
     private GeneTransformer(Builder builder) {
@@ -143,9 +146,11 @@ public final class GeneTransformer implements Trainer {
                         total = total.add(genes);
                         parts[0] += genes.getFloat() * masked.targets().length;
                         parts[1] += masked.targets().length;
-                        long[] counts = epochTargets.computeIfAbsent(batch.epoch(), e -> new long[tokens.vocabularySize()]);
-                        for (long target : masked.targets()) {
-                            counts[(int) target]++;
+                        Map<Long, Long> counts = epochTargets.computeIfAbsent(batch.epoch(), e -> new java.util.HashMap<>());
+                        long vocabulary = tokens.vocabularySize();
+                        for (int i = 0; i < masked.targets().length; i++) {
+                            long position = masked.positions()[i] % cells.length();
+                            counts.merge(position * vocabulary + masked.targets()[i], 1L, Long::sum);
                         }
                     }
                     if (labels != null) {
@@ -161,6 +166,10 @@ public final class GeneTransformer implements Trainer {
                         total = total.add(types);
                         parts[2] += types.getFloat() * b;
                         parts[3] += b;
+                    }
+                    if (masked.targets().length == 0 && labels == null) {
+                        // no gene token in any cell and no head: nothing to learn from this batch (and no graph)
+                        return 0;
                     }
                     // a batch's share of a full step's cells, as the other trainers weigh accumulated batches
                     step.backward(accumulation == 1 ? total : total.mul(b / (float) stepSamples));
@@ -195,40 +204,64 @@ public final class GeneTransformer implements Trainer {
     }
 
     /**
-     * The masked-gene loss of each epoch of the last fit: the mean cross-entropy over the masked tokens, in nats.
+     * What one epoch of the last fit learned, as run in this process.
      *
-     * @return one value per epoch run (NaN for an epoch resumed past all its batches)
+     * @param epoch the epoch, from 1 (as {@link EpochStats#epoch()})
+     * @param maskedGenes the masked-gene loss: mean cross-entropy over the masked tokens, in nats
+     * @param rankBaseline the loss of the best prediction of the same masked genes from their rank alone (the
+     *                     entropy of the genes masked at each position, weighted by the position's count, corrected
+     *                     for its bias on few targets): the masked-gene loss falls below it only when the model uses
+     *                     the rest of the cell
+     * @param cellType the cell-type loss, mean cross-entropy per cell (NaN without labels)
+     * @param maskedTokens the tokens masked
+     * @param cells the cells seen
      */
-    public double[] maskedGeneLosses() {
-        return epochParts.values().stream().mapToDouble(p -> p[0] / p[1]).toArray();
+    public record EpochLosses(int epoch, double maskedGenes, double rankBaseline, double cellType, long maskedTokens,
+                              long cells) {
     }
 
     /**
-     * The loss of the best constant prediction of each epoch's masked genes: the entropy of their frequencies, in nats.
-     * The masked-gene loss falls below it only when the model uses the rest of the cell.
+     * The losses of the epochs the last fit ran in this process, in order (a resumed fit: the epochs after its
+     * checkpoint, the first of them from where it resumed).
      *
-     * @return one value per epoch
+     * @return one entry per epoch run
      */
-    public double[] unigramLosses() {
-        return epochTargets.values().stream().mapToDouble(counts -> {
-            double n = Arrays.stream(counts).sum();
-            double entropy = 0;
-            for (long count : counts) {
-                if (count > 0) {
-                    entropy -= count / n * Math.log(count / n);
-                }
-            }
-            return entropy;
-        }).toArray();
+    public List<EpochLosses> epochLosses() {
+        List<EpochLosses> losses = new ArrayList<>();
+        epochParts.forEach((epoch, parts) -> losses.add(new EpochLosses(Math.toIntExact(epoch + 1),
+                parts[1] == 0 ? Double.NaN : parts[0] / parts[1],
+                rankEntropy(epochTargets.getOrDefault(epoch, Map.of())),
+                labels == null || parts[3] == 0 ? Double.NaN : parts[2] / parts[3], (long) parts[1], (long) parts[3])));
+        return losses;
     }
 
     /**
-     * The cell-type loss of each epoch of the last fit (mean cross-entropy per cell); empty without labels.
-     *
-     * @return one value per epoch
+     * The entropy of the targets at each position, weighted by the position's share of the targets, in nats, with
+     * Miller and Madow's correction ({@code (genes seen - 1) / 2n} per position): the entropy of frequencies counted
+     * on the very targets it scores is biased low by about that much, which would credit the baseline with knowledge
+     * of the epoch's own masks.
      */
-    public double[] cellTypeLosses() {
-        return labels == null ? new double[0] : epochParts.values().stream().mapToDouble(p -> p[2] / p[3]).toArray();
+    private double rankEntropy(Map<Long, Long> counts) {
+        long vocabulary = tokens.vocabularySize();
+        Map<Long, Long> perPosition = new java.util.HashMap<>();
+        Map<Long, Long> seenPerPosition = new java.util.HashMap<>();
+        counts.forEach((key, count) -> {
+            perPosition.merge(key / vocabulary, count, Long::sum);
+            seenPerPosition.merge(key / vocabulary, 1L, Long::sum);
+        });
+        double total = perPosition.values().stream().mapToLong(Long::longValue).sum();
+        if (total == 0) {
+            return Double.NaN;
+        }
+        double entropy = 0;
+        for (Map.Entry<Long, Long> entry : counts.entrySet()) {
+            double atPosition = perPosition.get(entry.getKey() / vocabulary);
+            entropy -= entry.getValue() / total * Math.log(entry.getValue() / atPosition);
+        }
+        for (Map.Entry<Long, Long> position : perPosition.entrySet()) {
+            entropy += position.getValue() / total * (seenPerPosition.get(position.getKey()) - 1) / (2.0 * position.getValue());
+        }
+        return entropy;
     }
 
     /**

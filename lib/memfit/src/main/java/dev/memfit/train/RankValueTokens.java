@@ -69,10 +69,7 @@ public final class RankValueTokens {
         try (ProgressListener.Task task = progress.start("gene statistics for tokens", cells.batchesPerEpoch(), "batches")) {
             for (Batch batch : cells.epoch(0)) {
                 forEachCell(batch, (cell, columnsOf, valuesOf, n) -> {
-                    double total = 0;
-                    for (int k = 0; k < n; k++) {
-                        total += valuesOf[k];
-                    }
+                    double total = positiveTotal(valuesOf, n);
                     if (total <= 0) {
                         return;
                     }
@@ -161,10 +158,8 @@ public final class RankValueTokens {
         long[] ids = new long[cells * maxLength];
         int[] lengths = new int[cells];
         forEachCell(batch, (cell, columnsOf, valuesOf, n) -> {
-            double total = 0;
-            for (int k = 0; k < n; k++) {
-                total += valuesOf[k];
-            }
+            // a cell's size is its positive values: a negative value (scaled data) is not an expression to rank
+            double total = positiveTotal(valuesOf, n);
             long[] keys = new long[n];
             int m = 0;
             for (int k = 0; k < n; k++) {
@@ -183,6 +178,14 @@ public final class RankValueTokens {
             lengths[cell] = length;
         });
         return new Tokens(cells, maxLength, ids, lengths);
+    }
+
+    private static double positiveTotal(double[] values, int count) {
+        double total = 0;
+        for (int k = 0; k < count; k++) {
+            total += Math.max(0, values[k]);
+        }
+        return total;
     }
 
     /**
@@ -210,14 +213,15 @@ public final class RankValueTokens {
             MemorySegment offsets = batch.rowOffsets();
             MemorySegment genes = batch.columnIndices();
             MemorySegment stored = batch.values();
-            boolean wide = batch.dtype() == dev.memfit.DType.FLOAT64;
+            dev.memfit.DType type = batch.dtype();
+            int size = type.byteSize();
             for (int cell = 0; cell < cells; cell++) {
                 long from = offsets.getAtIndex(ValueLayout.JAVA_LONG, cell);
                 int n = Math.toIntExact(offsets.getAtIndex(ValueLayout.JAVA_LONG, cell + 1) - from);
                 for (int k = 0; k < n; k++) {
                     columns[k] = genes.getAtIndex(ValueLayout.JAVA_INT, from + k);
-                    values[k] = wide ? stored.getAtIndex(ValueLayout.JAVA_DOUBLE, from + k)
-                            : stored.getAtIndex(ValueLayout.JAVA_FLOAT, from + k);
+                    values[k] = type == dev.memfit.DType.FLOAT32 ? stored.getAtIndex(ValueLayout.JAVA_FLOAT, from + k)
+                            : type.getDouble(stored, (from + k) * size, java.nio.ByteOrder.nativeOrder());
                 }
                 visitor.visit(cell, columns, values, n);
             }

@@ -41,9 +41,12 @@ import java.util.stream.Collectors;
  * tokenizer: {strategy: rank_value, max_length: 2048}
  * }</pre>
  *
- * <p>Every key is checked when the file is read: an unknown key or a wrong value is refused naming the file, the line,
- * the key and what was expected, so a typo never trains with a default. Missing keys take the values above
- * ({@code data.shards.shard_dir} is required). Relative paths are resolved against the folder of the config file,
+ * <p>Every key is checked when the file is read: an unknown key, a wrong value, a key given twice or written dotted
+ * ({@code training.batch_size: 64} inside a file) is refused naming the file, the line, the key and what was expected,
+ * so a typo never trains with a default. Missing keys take defaults ({@code data.shards.shard_dir} is required):
+ * source local, most_expressed 2048 genes, batch 256, 10 epochs, no accumulation, 32-true, no pinning, uniform
+ * sampling (label_key cell_type, no warm-up), no checkpoints, d_model 512, 8 layers, 8 heads, rank_value 2048 tokens
+ * ({@link #toYaml()} prints them all). Relative paths are resolved against the folder of the config file,
  * so a config works from any working directory. {@link #load(Path, List)} applies {@code key=value} overrides, as
  * {@code --set training.batch_size=64} does.
  *
@@ -78,11 +81,13 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
      * @param pinMemory whether batch buffers are page-locked for the GPU
      * @param weighted whether cells are drawn weighted by the inverse frequency of their label (else uniformly)
      * @param labelKey the {@code obs} column of cell labels (the cell-type head's classes, and the weights)
+     * @param labelKeyGiven whether the config names it (then the column must exist; the default may be absent,
+     *                      for pretraining only)
      * @param warmupEpochs epochs over which weighted sampling moves from uniform to fully weighted
      * @param checkpointDir where checkpoints go (resolved against the config's folder), or null for none
      */
     public record Training(int batchSize, int epochs, int accumulation, boolean bf16, boolean pinMemory, boolean weighted,
-                           String labelKey, int warmupEpochs, Path checkpointDir) {
+                           String labelKey, boolean labelKeyGiven, int warmupEpochs, Path checkpointDir) {
     }
 
     /**
@@ -213,12 +218,19 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
             }
             String key = override.substring(0, equals).trim();
             Key known = known(key, "--set " + override);
-            Node node = new Yaml().compose(new StringReader(override.substring(equals + 1)));
+            Node node;
+            try {
+                node = new Yaml().compose(new StringReader(override.substring(equals + 1)));
+            } catch (org.yaml.snakeyaml.error.YAMLException e) {
+                throw new MemfitException("--set " + override + ": " + key + ": not a YAML value: "
+                        + e.getMessage().replace('\n', ' '));
+            }
             if (node != null && !(node instanceof ScalarNode)) {
                 throw new MemfitException("--set " + override + ": " + key + ": expected " + known.expected());
             }
             values.put(key, convert(known, node == null ? "" : ((ScalarNode) node).getValue(), "--set " + override));
         }
+        java.util.Set<String> given = new java.util.HashSet<>(values.keySet());
         for (Key key : KEYS) {
             if (!values.containsKey(key.name())) {
                 if (key.fallback() == null) {
@@ -227,7 +239,7 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                 values.put(key.name(), key.fallback());
             }
         }
-        return build(values, name, folder);
+        return build(values, given, name, folder);
     }
 
     /** Walks a mapping: sections recurse, leaves are converted, anything else is refused with its line. */
@@ -240,6 +252,11 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
             }
             String key = prefix + keyScalar.getValue();
             String where = name + " line " + line(keyNode);
+            if (keyScalar.getValue().contains(".")) {
+                // a dotted key would bypass the sections' checks (a key given twice, once dotted): --set is for those
+                throw new MemfitException(where + ": " + keyScalar.getValue() + ": write keys nested under their section "
+                        + "(or override one with --set " + key + "=...)");
+            }
             Integer first = seen.putIfAbsent(key, line(keyNode));
             if (first != null) {
                 // YAML would keep the last silently: a config that says two things is refused
@@ -260,7 +277,11 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                 throw new MemfitException(where + ": " + key + ": expected " + known.expected() + ", found a "
                         + value.getNodeId());
             }
-            values.put(key, convert(known, scalar.getValue(), where));
+            if (scalar.getTag() == org.yaml.snakeyaml.nodes.Tag.NULL && known.kind() == Kind.TEXT
+                    && !key.equals("training.checkpoint_dir")) {
+                throw new MemfitException(where + ": " + key + ": expected " + known.expected() + ", found no value");
+            }
+            values.put(key, convert(known, scalar.getTag() == org.yaml.snakeyaml.nodes.Tag.NULL ? "" : scalar.getValue(), where));
         }
     }
 
@@ -296,17 +317,18 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
             }
             case FLAG -> value.equalsIgnoreCase("true") ? Boolean.TRUE : value.equalsIgnoreCase("false") ? Boolean.FALSE : null;
             case CHOICE -> key.choices().contains(value) ? value : null;
-            case TEXT -> value;
+            case TEXT -> value.startsWith("~") || value.isEmpty() && !key.name().equals("training.checkpoint_dir") ? null : value;
         };
         if (converted == null) {
             throw new MemfitException(where + ": " + key.name() + ": expected " + key.expected() + ", found '" + value + "'"
+                    + (value.startsWith("~") ? " (a home folder is not expanded: write the path out)" : "")
                     + (key.name().equals("training.precision") && value.startsWith("16")
                     ? " (float16 is not supported on the CPU engine; bf16-mixed keeps float32's range)" : ""));
         }
         return converted;
     }
 
-    private static TrainConfig build(Map<String, Object> values, String name, Path folder) {
+    private static TrainConfig build(Map<String, Object> values, java.util.Set<String> given, String name, Path folder) {
         if (!(Boolean) values.get("data.shards.enabled")) {
             throw new MemfitException(name + ": data.shards.enabled is false, and training reads shards: set it to true "
                     + "and point data.shards.shard_dir at a folder written by ./memfit shard");
@@ -331,7 +353,7 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
         Training training = new Training((Integer) values.get("training.batch_size"), (Integer) values.get("training.num_epochs"),
                 (Integer) values.get("training.accumulate_grad_batches"), values.get("training.precision").equals("bf16-mixed"),
                 (Boolean) values.get("training.pin_memory"), values.get("training.sampling.strategy").equals("weighted"),
-                (String) values.get("training.sampling.label_key"),
+                (String) values.get("training.sampling.label_key"), given.contains("training.sampling.label_key"),
                 (Integer) values.get("training.sampling.curriculum_warmup_epochs"),
                 checkpoints.isEmpty() ? null : folder.resolve(checkpoints).normalize());
         return new TrainConfig(null, data, training,
@@ -361,19 +383,22 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
         }
         Path shards = Path.of(data.shardDir());
         dev.memfit.sample.Labels labels = null;
+        boolean sparse;
         try (dev.memfit.shard.ShardStore store = dev.memfit.shard.ShardStore.open(shards)) {
-            try {
+            sparse = store.sparseRows().isPresent();
+            if (store.cellColumns().contains(training.labelKey())) {
                 labels = store.labels(training.labelKey());
-            } catch (MemfitException e) {
-                if (training.weighted()) {
-                    throw new MemfitException("training.sampling.strategy is weighted by " + training.labelKey() + ": "
-                            + e.getMessage());
-                }
-                progress.note("no cell-type head: " + e.getMessage());
+            } else if (training.weighted() || training.labelKeyGiven()) {
+                throw new MemfitException("training.sampling.label_key is " + training.labelKey() + ", and the cell tables of "
+                        + shards + " have no such column; they have " + String.join(", ", store.cellColumns()));
+            } else {
+                // the default label_key, absent from the cells: pretraining only, said
+                progress.note("no cell-type head: the cell tables of " + shards + " have no column "
+                        + training.labelKey() + " (they have " + String.join(", ", store.cellColumns()) + ")");
             }
         }
         RankValueTokens tokens;
-        try (dev.memfit.data.Loader cells = dev.memfit.data.Datasets.shards(shards).optSparseBatches(true)
+        try (dev.memfit.data.Loader cells = dev.memfit.data.Datasets.shards(shards).optSparseBatches(sparse)
                 .optBatchSize(1024).build()) {
             tokens = RankValueTokens.fit(cells, data.geneStrategy().equals("all") ? 0 : data.genes(),
                     tokenizer.maxLength(), progress);
@@ -394,11 +419,12 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
         dev.memfit.data.Order order = training.weighted()
                 ? dev.memfit.data.Order.weighted(labels.codes(), 0, training.warmupEpochs())
                 : dev.memfit.data.Order.shuffle(0);
-        try (dev.memfit.data.Loader loader = dev.memfit.data.Datasets.shards(shards).optSparseBatches(true)
+        try (dev.memfit.data.Loader loader = dev.memfit.data.Datasets.shards(shards).optSparseBatches(sparse)
                 .optBatchSize(training.batchSize()).optOrder(order).build()) {
             if (training.checkpointDir() != null) {
                 // at the end of every epoch (Lightning's default) and every 10 minutes within a long one
-                long stepsPerEpoch = Math.max(1, loader.batchesPerEpoch() / training.accumulation());
+                // a shorter last group of batches still steps
+                long stepsPerEpoch = Math.max(1, (loader.batchesPerEpoch() + training.accumulation() - 1) / training.accumulation());
                 builder.optCheckpoints(Checkpoints.builder().setFolder(training.checkpointDir())
                         .optEverySteps(stepsPerEpoch).optEveryTime(java.time.Duration.ofMinutes(10)).build());
             }

@@ -160,6 +160,38 @@ class SparseBatchTest {
         }
     }
 
+    /**
+     * A weighted order draws with replacement: a cell twice in a batch is two rows; float32 values widened to float64
+     * (the staging path of the conversion) keep every value.
+     */
+    @Test
+    void repeatedCellsAndWidenedValues() {
+        int[] labels = new int[CELLS];
+        labels[5] = 1;   // one cell of a class alone: weighted draws repeat it
+        try (Loader loader = Datasets.h5ad(dir.resolve("odd.h5ad")).optSparseBatches(true).optBatchSize(50)
+                .optOrder(Order.weighted(labels, 3, 0)).optConvertTo(DType.FLOAT64).build()) {
+            int repeated = 0;
+            for (Batch batch : loader.epoch(0)) {
+                assertEquals(DType.FLOAT64, batch.dtype());
+                long[] indices = batch.indices();
+                MemorySegment offsets = batch.rowOffsets();
+                for (int i = 0; i < indices.length; i++) {
+                    repeated += i > 0 && indices[i] == indices[i - 1] ? 1 : 0;
+                    int cell = Math.toIntExact(indices[i]);
+                    long from = offsets.getAtIndex(ValueLayout.JAVA_LONG, i);
+                    long to = offsets.getAtIndex(ValueLayout.JAVA_LONG, i + 1);
+                    assertEquals(canonicalPerCell[cell], to - from, "cell " + cell + " at row " + i);
+                    for (long k = from; k < to; k++) {
+                        int gene = batch.columnIndices().getAtIndex(ValueLayout.JAVA_INT, k);
+                        assertEquals(expected[cell * GENES + gene], batch.values().getAtIndex(ValueLayout.JAVA_DOUBLE, k), 0.0,
+                                "cell " + cell + " gene " + gene);
+                    }
+                }
+            }
+            assertTrue(repeated > 0, "the weighted order repeated a cell within a batch");
+        }
+    }
+
     /** The densified array on the engine equals the CSR rows; the dense form is only made there. */
     @Test
     void toNDArrayDensifies() {
@@ -216,7 +248,7 @@ class SparseBatchTest {
         try (ArraySource dense = ArraySource.of("dense", new float[10][4])) {
             MemfitException e = assertThrows(MemfitException.class,
                     () -> Datasets.of(dense).optSparseBatches(true).build());
-            assertTrue(e.getMessage().contains("stores its samples dense"), e.getMessage());
+            assertTrue(e.getMessage().contains("hands its samples over dense only"), e.getMessage());
             try (Loader loader = Datasets.of(dense).optBatchSize(5).build()) {
                 Batch batch = loader.epoch(0).iterator().next();
                 assertFalse(batch.isSparse());

@@ -20,13 +20,12 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The gene-token transformer on an atlas anndata writes, with three cell types each raising a program of genes:
- * rank-value tokens as defined, masked genes predicted better than their frequencies alone allow, cell types
- * recovered, bf16-mixed training the same model, and the config's run end to end.
+ * rank-value tokens as defined, masked genes predicted better than their rank alone allows, cell types recovered,
+ * bf16-mixed refused where the engine cannot hold it, a crashed run resumed, and the config's run end to end.
  */
 class GeneTransformerTest {
 
@@ -126,17 +125,20 @@ class GeneTransformerTest {
             tokens = RankValueTokens.fit(all, 0, 24, ProgressListener.silent());
         }
         try (GeneTransformer model = GeneTransformer.builder().setTokens(tokens).optLabels(types, 3).optModel(32, 2, 4)
-                .optEpochs(8).optLearningRate(3e-3).optSeed(5).optProgress(ProgressListener.silent()).build();
+                .optEpochs(20).optLearningRate(3e-3).optSeed(5).optProgress(ProgressListener.silent()).build();
              Loader train = cells(32, Order.shuffle(3));
              Loader all = cells(240, Order.sequential())) {
             model.fit(train);
-            double[] genes = model.maskedGeneLosses();
-            double[] unigram = model.unigramLosses();
-            assertEquals(8, genes.length);
-            assertTrue(genes[7] < unigram[7] - 0.1, "masked-gene loss " + Arrays.toString(genes) + " vs constant "
-                    + Arrays.toString(unigram));
-            double[] typeLoss = model.cellTypeLosses();
-            assertTrue(typeLoss[7] < typeLoss[0], Arrays.toString(typeLoss));
+            List<GeneTransformer.EpochLosses> losses = model.epochLosses();
+            assertEquals(20, losses.size());
+            GeneTransformer.EpochLosses last = losses.get(19);
+            assertEquals(20, last.epoch());
+            // measured: 4.08 against 3.74 in epoch 1 (the rank alone is worth more than an untrained model), 3.22
+            // against 3.74 in epoch 20
+            assertTrue(losses.get(0).maskedGenes() > losses.get(0).rankBaseline(), "an untrained model: " + losses.get(0));
+            assertTrue(last.maskedGenes() < last.rankBaseline() - 0.2, "masked-gene loss vs the rank alone: " + losses);
+            assertTrue(last.cellType() < losses.get(0).cellType(), losses.toString());
+            assertEquals(CELLS, last.cells());
             int[] predicted = model.predict(all);
             double[] recall = CellClassifier.recallPerClass(predicted, types, 3);
             for (int c = 0; c < 3; c++) {
@@ -155,7 +157,6 @@ class GeneTransformerTest {
         try (Loader all = cells(240, Order.sequential())) {
             tokens = RankValueTokens.fit(all, 0, 16, ProgressListener.silent());
         }
-        assertFalse(GeneTransformer.bf16Supported());
         IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> GeneTransformer.builder().setTokens(tokens).optBf16(true).build());
         assertTrue(e.getMessage().contains("cannot hold bfloat16") && e.getMessage().contains("32-true"), e.getMessage());
@@ -204,6 +205,18 @@ class GeneTransformerTest {
         assertEquals(straight.stepLosses().length, resumed.stepLosses().length);
     }
 
+    /** A label column the config names must exist; the default one may be absent (pretraining only, said). */
+    @Test
+    void aNamedLabelColumnMustExist() {
+        String guide = TrainConfigTest.GUIDE.replace("./atlas_shards/", shards.toString());
+        TrainConfig named = TrainConfig.parse(guide, dir, List.of("training.sampling.strategy=uniform",
+                "training.sampling.label_key=celltype"));
+        dev.memfit.MemfitException e = org.junit.jupiter.api.Assertions.assertThrows(dev.memfit.MemfitException.class,
+                () -> named.train(ProgressListener.silent()));
+        assertTrue(e.getMessage().contains("label_key is celltype") && e.getMessage().contains("have no such column")
+                && e.getMessage().contains("cell_type"), e.getMessage());
+    }
+
     /** The guide's config, scaled down: shards, weighted curriculum, tokens, checkpoints, end to end. */
     @Test
     void theConfigRunsEndToEnd() throws Exception {
@@ -230,7 +243,8 @@ class GeneTransformerTest {
             assertEquals(2, run.fit().epochs());
             assertEquals(42, run.tokens().vocabularySize());
             assertEquals(List.of("alpha", "beta", "gamma"), run.labels().names());
-            assertEquals(2, run.model().cellTypeLosses().length);
+            assertEquals(List.of(1, 2), run.model().epochLosses().stream().map(GeneTransformer.EpochLosses::epoch).toList());
+            assertTrue(run.model().epochLosses().stream().noneMatch(l -> Double.isNaN(l.cellType())), "a cell-type head");
             assertTrue(Files.list(config.getParent().resolve("runs/atlas")).findAny().isPresent(), "checkpoints written");
             assertArrayEquals(new long[]{CELLS, CELLS}, run.fit().history().stream().mapToLong(s -> s.samples()).toArray(),
                     "every epoch draws as many cells as the shards hold");

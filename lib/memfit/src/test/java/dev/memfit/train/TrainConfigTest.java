@@ -129,5 +129,13 @@ class TrainConfigTest {
         String overrideValue = refused(GUIDE, "training.pin_memory=maybe");
         assertTrue(overrideValue.contains("--set training.pin_memory=maybe: training.pin_memory: expected true or false"), overrideValue);
         assertTrue(refused(GUIDE, "training.batch_size").contains("expected key=value"));
+        String notYaml = refused(GUIDE, "training.batch_size=[");
+        assertTrue(notYaml.contains("--set training.batch_size=[: training.batch_size: not a YAML value"), notYaml);
+        String dotted = refused(GUIDE + "training.batch_size: 64\n");
+        assertTrue(dotted.contains("training.batch_size: write keys nested under their section"), dotted);
+        String none = refused(GUIDE.replace("shard_dir: ./atlas_shards/", "shard_dir:"));
+        assertTrue(none.contains("data.shards.shard_dir: expected a text, found no value"), none);
+        String home = refused(GUIDE.replace("./runs/atlas", "~/runs"));
+        assertTrue(home.contains("a home folder is not expanded"), home);
     }
 }
