@@ -42,13 +42,14 @@ final class TrainCommand implements Callable<Integer> {
         try (TrainConfig.Trained run = settings.train(ProgressListener.console())) {
             java.util.Map<Integer, GeneTransformer.EpochLosses> parts = new java.util.HashMap<>();
             run.model().epochLosses().forEach(losses -> parts.put(losses.epoch(), losses));
-            System.out.printf(Locale.ROOT, "%-6s %-18s %-20s %-16s %-9s %s%n", "epoch", "masked-gene loss",
-                    "from rank alone", "cell-type loss", "seconds", "cells/s");
+            System.out.printf(Locale.ROOT, "%-6s %-18s %-17s %-17s %-16s %-9s %s%n", "epoch", "masked-gene loss",
+                    "gene frequencies", "from rank alone", "cell-type loss", "seconds", "cells/s");
             for (var epoch : run.fit().history()) {
                 // epochs restored from a checkpoint have no parts here: their losses are the loop's only
                 GeneTransformer.EpochLosses losses = parts.get(epoch.epoch());
-                System.out.printf(Locale.ROOT, "%-6d %-18s %-20s %-16s %-9.1f %.0f%s%n", epoch.epoch(),
-                        losses == null ? "-" : figure(losses.maskedGenes()), losses == null ? "-" : figure(losses.rankBaseline()),
+                System.out.printf(Locale.ROOT, "%-6d %-18s %-17s %-17s %-16s %-9.1f %.0f%s%n", epoch.epoch(),
+                        losses == null ? "-" : figure(losses.maskedGenes()), losses == null ? "-" : figure(losses.unigramBaseline()),
+                        losses == null ? "-" : figure(losses.rankBaseline()),
                         losses == null ? "-" : figure(losses.cellType()), epoch.seconds(), epoch.samplesPerSecond(),
                         losses == null ? String.format(Locale.ROOT, " (before the resume: total loss %.4f)", epoch.loss()) : "");
             }

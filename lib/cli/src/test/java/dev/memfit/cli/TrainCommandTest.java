@@ -42,7 +42,7 @@ class TrainCommandTest {
         assertEquals(0, run.status(), run.err());
         assertTrue(run.out().contains("masked-gene loss") && run.out().contains("from rank alone"), run.out());
         assertTrue(run.out().contains("30 gene tokens in the vocabulary, 12 tokens a cell, 2 cell types (cell_type)"), run.out());
-        long epochs = run.out().lines().filter(line -> line.matches("^[12] +\\d+\\.\\d{4} +\\d+\\.\\d{4} +\\d+\\.\\d{4} .*")).count();
+        long epochs = run.out().lines().filter(line -> line.matches("^[12] +\\d+\\.\\d{4} +\\d+\\.\\d{4} +\\d+\\.\\d{4} +\\d+\\.\\d{4} .*")).count();
         assertEquals(2, epochs, run.out());
         assertTrue((run.out() + run.err()).contains("bf16-mixed") && (run.out() + run.err()).contains("training in float32"),
                 "the engine's missing bfloat16 is said: " + run.out() + run.err());
@@ -54,7 +54,7 @@ class TrainCommandTest {
                 "--set", "model.n_heads=2", "--set", "training.batch_size=50", "--set", "training.num_epochs=2",
                 "--set", "tokenizer.max_length=12", "--set", "data.gene_selection.n_genes=30");
         assertEquals(0, again.status(), again.err());
-        assertEquals(2, again.out().lines().filter(line -> line.matches("^[12] +- +- +- .*before the resume.*")).count(),
+        assertEquals(2, again.out().lines().filter(line -> line.matches("^[12] +- +- +- +- .*before the resume.*")).count(),
                 again.out());
 
         CliRun printed = CliRun.of("train", "--config", config.toString(), "--set", "training.batch_size=64", "--print-config");

@@ -212,12 +212,14 @@ public final class GeneTransformer implements Trainer {
      *                     entropy of the genes masked at each position, weighted by the position's count, corrected
      *                     for its bias on few targets): the masked-gene loss falls below it only when the model uses
      *                     the rest of the cell
+     * @param unigramBaseline the loss of the best constant prediction of the same masked genes (the entropy of their
+     *                        frequencies, bias-corrected): a model below it has learned something, if only the ranks
      * @param cellType the cell-type loss, mean cross-entropy per cell (NaN without labels)
      * @param maskedTokens the tokens masked
      * @param cells the cells seen
      */
-    public record EpochLosses(int epoch, double maskedGenes, double rankBaseline, double cellType, long maskedTokens,
-                              long cells) {
+    public record EpochLosses(int epoch, double maskedGenes, double rankBaseline, double unigramBaseline, double cellType,
+                              long maskedTokens, long cells) {
     }
 
     /**
@@ -230,19 +232,24 @@ public final class GeneTransformer implements Trainer {
         List<EpochLosses> losses = new ArrayList<>();
         epochParts.forEach((epoch, parts) -> losses.add(new EpochLosses(Math.toIntExact(epoch + 1),
                 parts[1] == 0 ? Double.NaN : parts[0] / parts[1],
-                rankEntropy(epochTargets.getOrDefault(epoch, Map.of())),
+                entropy(epochTargets.getOrDefault(epoch, Map.of()), tokens.vocabularySize()),
+                entropy(epochTargets.getOrDefault(epoch, Map.of()), Long.MAX_VALUE),
                 labels == null || parts[3] == 0 ? Double.NaN : parts[2] / parts[3], (long) parts[1], (long) parts[3])));
         return losses;
     }
 
     /**
-     * The entropy of the targets at each position, weighted by the position's share of the targets, in nats, with
-     * Miller and Madow's correction ({@code (genes seen - 1) / 2n} per position): the entropy of frequencies counted
+     * The entropy of the targets at each position (or of all of them, for the unigram), weighted by the position's
+     * share of the targets, in nats, with Miller and Madow's correction ({@code (genes seen - 1) / 2n} per position): the entropy of frequencies counted
      * on the very targets it scores is biased low by about that much, which would credit the baseline with knowledge
      * of the epoch's own masks.
      */
-    private double rankEntropy(Map<Long, Long> counts) {
-        long vocabulary = tokens.vocabularySize();
+    private double entropy(Map<Long, Long> positionAndGene, long vocabulary) {
+        // by position: keys are position x vocabulary + id; with vocabulary = MAX_VALUE every key is position 0, and
+        // the genes are counted over all positions (the unigram); the ids are the keys modulo the vocabulary
+        Map<Long, Long> counts = new java.util.HashMap<>();
+        long size = tokens.vocabularySize();
+        positionAndGene.forEach((key, count) -> counts.merge(vocabulary == size ? key : key % size, count, Long::sum));
         Map<Long, Long> perPosition = new java.util.HashMap<>();
         Map<Long, Long> seenPerPosition = new java.util.HashMap<>();
         counts.forEach((key, count) -> {

@@ -137,6 +137,7 @@ class GeneTransformerTest {
             // against 3.74 in epoch 20
             assertTrue(losses.get(0).maskedGenes() > losses.get(0).rankBaseline(), "an untrained model: " + losses.get(0));
             assertTrue(last.maskedGenes() < last.rankBaseline() - 0.2, "masked-gene loss vs the rank alone: " + losses);
+            assertTrue(last.rankBaseline() < last.unigramBaseline(), "the rank says more than the frequencies: " + last);
             assertTrue(last.cellType() < losses.get(0).cellType(), losses.toString());
             assertEquals(CELLS, last.cells());
             int[] predicted = model.predict(all);
