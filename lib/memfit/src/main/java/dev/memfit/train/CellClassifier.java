@@ -121,7 +121,7 @@ public final class CellClassifier implements Trainer {
                     NDArray value = loss.evaluate(new NDList(truth), new NDList(logits));
                     // The batch's mean, weighted by its share of a full step's samples: k accumulated batches give
                     // the mean over all their cells, the loss of one batch k times larger.
-                    step.backward(accumulation == 1 ? value : value.mul(batch.size() / (float) stepSamples));
+                    step.backward(accumulation == 1 ? value : BlockTraining.times(value, batch.size() / (float) stepSamples, scope));
                     return value.getFloat() * batch.size();
                 }
 

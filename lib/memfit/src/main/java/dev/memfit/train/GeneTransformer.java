@@ -44,10 +44,10 @@ import java.util.TreeMap;
  * accumulation and progress come from the one loop every trainer uses.
  *
  * <p>Known: on the CPU, two fits of this model from the same seed and batches are not always bit for bit the same
- * (measured: about 1 run in 20 to 40 drifts after some steps, more often with a small heap; with attention left out,
- * none in 80; not the engine's threads, MKL's dynamic mode, or the alignment of arrays made from Java: each was ruled
- * out). Adam carries the drift into the third digit of the loss within a few steps, so a resumed fit matches the
- * uninterrupted one to about 1%, where the other trainers match to the bit.
+ * (measured: about 1 run in 20 to 40 drifts at some step, more often with a small heap; with the attention block left
+ * out, none in 80; not the engine's threads, MKL's dynamic mode, arrays made from Java memory, the fused projection
+ * or the padding mask: each was ruled out). Adam carries the drift into the third digit of the loss within a few
+ * steps, so a resumed fit matches the uninterrupted one to about 1%, where the other trainers match to the bit.
  */
 public final class GeneTransformer implements Trainer {
 
@@ -178,7 +178,7 @@ public final class GeneTransformer implements Trainer {
                         return 0;
                     }
                     // a batch's share of a full step's cells, as the other trainers weigh accumulated batches
-                    step.backward(accumulation == 1 ? total : total.mul(b / (float) stepSamples));
+                    step.backward(accumulation == 1 ? total : BlockTraining.times(total, b / (float) stepSamples, scope));
                     return total.getFloat() * b;
                 }
 
@@ -384,7 +384,7 @@ public final class GeneTransformer implements Trainer {
             NDArray q = qkv.get(0);
             NDArray k = qkv.get(1);
             NDArray v = qkv.get(2);
-            NDArray attention = q.matMul(k.transpose(0, 1, 3, 2)).mul(scale).add(keyBias).softmax(-1);
+            NDArray attention = BlockTraining.times(q.matMul(k.transpose(0, 1, 3, 2)), scale, scope).add(keyBias).softmax(-1);
             NDArray mixed = attention.matMul(v).transpose(0, 2, 1, 3).reshape(b, t, dModel);
             x = x.add(ex(mixed).linear(mixed, weight(layer + "self_attn.out_proj.weight"),
                     weight(layer + "self_attn.out_proj.bias")).head());

@@ -114,7 +114,7 @@ public final class ImageVae implements Trainer {
                     NDArray x = standardise(Fit.onDevice(batch, scope, manager.getDevice())
                             .reshape(batch.size(), pixels));
                     NDArray perImage = losses(x, scope);
-                    step.backward(perImage.sum().mul(share));
+                    step.backward(BlockTraining.times(perImage.sum(), share, scope));
                     return perImage.sum().getFloat();
                 }
 
@@ -145,10 +145,10 @@ public final class ImageVae implements Trainer {
         NDArray mean = encoded.get(new NDIndex(":, :" + latent));
         NDArray logVariance = boundedLogVariance(encoded.get(new NDIndex(":, " + latent + ":")));
         NDArray noise = HostDrawn.normal(step, mean.getShape()).toDevice(mean.getDevice(), false);
-        NDArray z = mean.add(noise.mul(logVariance.mul(0.5f).exp()));
+        NDArray z = mean.add(noise.mul(BlockTraining.times(logVariance, 0.5f, step).exp()));
         NDArray reconstruction = decoder.forward(store, new NDList(z), true).singletonOrThrow();
-        NDArray squaredError = reconstruction.sub(x).square().sum(new int[]{1}).mul(0.5f);
-        return squaredError.add(klPerImage(mean, logVariance).mul(beta));
+        NDArray squaredError = BlockTraining.times(reconstruction.sub(x).square().sum(new int[]{1}), 0.5f, step);
+        return squaredError.add(BlockTraining.times(klPerImage(mean, logVariance, step), beta, step));
     }
 
     /** The bound on the encoder's log-variance, as in common VAE code: exp(+-10) is far from float32's limits. */
@@ -164,8 +164,8 @@ public final class ImageVae implements Trainer {
     }
 
     /** KL divergence of N(mean, exp(logVariance)) from N(0, 1), summed over the latent dimensions of each image. */
-    static NDArray klPerImage(NDArray mean, NDArray logVariance) {
-        return logVariance.add(1).sub(mean.square()).sub(logVariance.exp()).sum(new int[]{1}).mul(-0.5f);
+    static NDArray klPerImage(NDArray mean, NDArray logVariance, NDManager scope) {
+        return BlockTraining.times(logVariance.add(1).sub(mean.square()).sub(logVariance.exp()).sum(new int[]{1}), -0.5f, scope);
     }
 
     private NDArray standardise(NDArray x) {

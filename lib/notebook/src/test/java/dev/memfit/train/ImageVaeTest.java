@@ -21,11 +21,11 @@ class ImageVaeTest {
         try (ai.djl.ndarray.NDManager manager = ai.djl.ndarray.NDManager.newBaseManager()) {
             ai.djl.ndarray.NDArray mean = manager.create(new float[][]{{0.5f, -0.5f}, {0f, 0f}});
             ai.djl.ndarray.NDArray extreme = manager.create(new float[][]{{200f, -300f}, {0f, 0f}});
-            float unbounded = ImageVae.klPerImage(mean, extreme).getFloat(0);
+            float unbounded = ImageVae.klPerImage(mean, extreme, manager).getFloat(0);
             assertTrue(Float.isInfinite(unbounded), "exp(200) overflows float32: " + unbounded);
             ai.djl.ndarray.NDArray bounded = ImageVae.boundedLogVariance(extreme);
             assertArrayEquals(new float[]{10f, -10f, 0f, 0f}, bounded.toFloatArray(), 0f);
-            float[] kl = ImageVae.klPerImage(mean, bounded).toFloatArray();
+            float[] kl = ImageVae.klPerImage(mean, bounded, manager).toFloatArray();
             // -0.5 * sum(1 + lv - m^2 - exp(lv)) for lv = (10, -10), m = (0.5, -0.5)
             double expected = -0.5 * ((1 + 10 - 0.25 - Math.exp(10)) + (1 - 10 - 0.25 - Math.exp(-10)));
             assertEquals(expected, kl[0], Math.abs(expected) * 1e-5);
