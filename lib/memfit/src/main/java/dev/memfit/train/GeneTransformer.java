@@ -43,11 +43,6 @@ import java.util.TreeMap;
  * <p>The parameters are built by the first fit and kept until {@link #close()}; checkpoints, resume, gradient
  * accumulation and progress come from the one loop every trainer uses.
  *
- * <p>Known: on the CPU, two fits of this model from the same seed and batches are not always bit for bit the same
- * (measured: about 1 run in 20 to 40 drifts at some step, more often with a small heap; with the attention block left
- * out, none in 80; not the engine's threads, MKL's dynamic mode, arrays made from Java memory, the fused projection
- * or the padding mask: each was ruled out). Adam carries the drift into the third digit of the loss within a few
- * steps, so a resumed fit matches the uninterrupted one to about 1%, where the other trainers match to the bit.
  */
 public final class GeneTransformer implements Trainer {
 
