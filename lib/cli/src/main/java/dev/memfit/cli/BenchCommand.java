@@ -95,11 +95,7 @@ final class BenchCommand implements Runnable {
         private static void appendRatio(DoubleColumn column, LoaderBenchmark.Row row, List<LoaderBenchmark.Row> rows, String baseline) {
             double c = rows.stream().filter(r -> r.method().equals(baseline) && r.threads() == row.threads())
                     .mapToDouble(LoaderBenchmark.Row::steadyGbps).findFirst().orElse(Double.NaN);
-            if (Double.isNaN(c)) {
-                column.appendMissing();
-            } else {
-                column.append(round(row.steadyGbps() / c, 3));
-            }
+            appendFigure(column, row.steadyGbps() / c, 3);
         }
     }
 
@@ -318,25 +314,16 @@ final class BenchCommand implements Runnable {
                 batchColumn.append(batch);
                 method.append(row.method());
                 threadColumn.append(row.threads());
-                if (Double.isNaN(row.cellsPerSecond())) {
-                    // a task that did not run (such as buffers refused as not fitting): no figure, and no ratio
-                    cellsPerSecond.appendMissing();
-                    gbps.appendMissing();
-                } else {
-                    cellsPerSecond.append(Math.round(row.cellsPerSecond()));
-                    gbps.append(round(row.gigabytesPerSecond(), 3));
-                }
+                // a task that did not run (such as buffers refused as not fitting) has NaN rates: no figure, no ratio
+                appendFigure(cellsPerSecond, row.cellsPerSecond(), 0);
+                appendFigure(gbps, row.gigabytesPerSecond(), 3);
                 // the baseline of a memfit row: the non-memfit row of the same task (and thread count when it has one)
                 double baseline = !row.method().startsWith("memfit") ? Double.NaN : rows.stream()
                         .filter(r -> r.task().equals(row.task()) && !r.method().startsWith("memfit"))
                         .filter(r -> r.threads() == row.threads() || rows.stream().noneMatch(o -> o.task().equals(row.task())
                                 && !o.method().startsWith("memfit") && o.threads() == row.threads()))
                         .mapToDouble(H5adBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
-                if (Double.isNaN(baseline) || Double.isNaN(row.cellsPerSecond())) {
-                    ratio.appendMissing();
-                } else {
-                    ratio.append(round(row.cellsPerSecond() / baseline, 2));
-                }
+                appendFigure(ratio, row.cellsPerSecond() / baseline, 2);
                 if (row.peakMegabytes() > 0) {
                     peak.append(Math.round(row.peakMegabytes()));
                     peakAnonymous.append(Math.round(row.peakAnonymousMegabytes()));
@@ -423,6 +410,18 @@ final class BenchCommand implements Runnable {
     }
 
     /** A value to so many decimals, for the bench tables (shared by the bench commands). */
+    /**
+     * A rounded figure, or a missing cell where it is NaN: a task that did not run, or a ratio without its baseline
+     * (NaN either side of a division gives NaN; rounding it would print 0).
+     */
+    static void appendFigure(DoubleColumn column, double value, int digits) {
+        if (Double.isNaN(value)) {
+            column.appendMissing();
+        } else {
+            column.append(round(value, digits));
+        }
+    }
+
     static double round(double value, int digits) {
         double scale = Math.pow(10, digits);
         return Math.round(value * scale) / scale;
@@ -476,14 +475,9 @@ final class BenchCommand implements Runnable {
                 layout.append(row.layout());
                 method.append(row.method());
                 threadColumn.append(row.threads());
-                if (Double.isNaN(row.cellsPerSecond())) {
-                    // a task that did not run (such as buffers refused as not fitting): no figure, and no ratio
-                    cellsPerSecond.appendMissing();
-                    gbps.appendMissing();
-                } else {
-                    cellsPerSecond.append(Math.round(row.cellsPerSecond()));
-                    gbps.append(round(row.gigabytesPerSecond(), 3));
-                }
+                // a task that did not run (such as buffers refused as not fitting) has NaN rates: no figure, no ratio
+                appendFigure(cellsPerSecond, row.cellsPerSecond(), 0);
+                appendFigure(gbps, row.gigabytesPerSecond(), 3);
                 disk.append(round(row.megabytesOnDisk(), 1));
                 boolean memfit = row.method().startsWith("memfit");
                 double dense = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals("dense")
@@ -492,16 +486,8 @@ final class BenchCommand implements Runnable {
                 double c = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals(row.layout())
                                 && r.method().startsWith("C ") && r.threads() == row.threads())
                         .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
-                if (Double.isNaN(dense)) {
-                    vsDense.appendMissing();
-                } else {
-                    vsDense.append(round(row.cellsPerSecond() / dense, 3));
-                }
-                if (Double.isNaN(c)) {
-                    vsC.appendMissing();
-                } else {
-                    vsC.append(round(row.cellsPerSecond() / c, 3));
-                }
+                appendFigure(vsDense, row.cellsPerSecond() / dense, 3);
+                appendFigure(vsC, row.cellsPerSecond() / c, 3);
             }
             table.addColumns(layout, method, threadColumn, cellsPerSecond, gbps, disk, vsDense, vsC);
             System.out.println(table.printAll());
