@@ -604,19 +604,7 @@ public final class Datasets {
     }
 
     private static Labels labelsOf(Object values, String source, String obsColumn) {
-        if (values instanceof boolean[] flags) {
-            // a bool column (say is_doublet) as two classes, named as numpy prints them
-            String[] names = new String[flags.length];
-            for (int i = 0; i < flags.length; i++) {
-                names[i] = flags[i] ? "True" : "False";
-            }
-            return Labels.of(names, obsColumn);
-        }
-        if (!(values instanceof String[] names)) {
-            throw new MemfitException(source + ": obs column '" + obsColumn + "' holds numbers; labels are read from a "
-                    + "column of strings, categories or booleans");
-        }
-        return Labels.of(names, obsColumn);
+        return Labels.of(Labels.namesOf(values, source, obsColumn), obsColumn);
     }
 
     /**

@@ -329,10 +329,10 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                 DType.convertInPlace(into.asSlice(valuesAt), nnz, from, ByteOrder.nativeOrder(), outputType);
             }
             long kept = SparseCanonical.sumDuplicates(values, columns, offsets, rows.length, outputType);
-            MemorySegment release = into;
+            // the batch gives back the buffer it holds: the larger one, once grown
             return new Batch(epoch, number, rows, into, values.asSlice(0, kept * outputType.byteSize()),
                     columns.asSlice(0, kept * Integer.BYTES), offsets, new Shape(rows.length, source.sampleShape().get(0)),
-                    outputType, b -> freeBuffers.addFirst(release));
+                    outputType, freeBuffers::addFirst);
         } catch (RuntimeException | Error e) {
             // the buffer (the larger one, once grown) goes back, whatever failed: an allocation too
             freeBuffers.addFirst(into);

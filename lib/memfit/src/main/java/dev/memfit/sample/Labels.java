@@ -38,6 +38,31 @@ public record Labels(int[] codes, List<String> names) {
     }
 
     /**
+     * The label of each row of an {@code obs} column as read ({@code AnnData.column}, {@code FrameColumn.labels()}):
+     * strings and categories as they are, booleans (say {@code is_doublet}) as the two names numpy prints.
+     *
+     * @param column the column's label view: a {@code String[]} or a {@code boolean[]}
+     * @param source the file or table it comes from, for messages
+     * @param name the column's name, for messages
+     * @return the label of each row
+     * @throws MemfitException when the column holds numbers
+     */
+    public static String[] namesOf(Object column, String source, String name) {
+        if (column instanceof boolean[] flags) {
+            String[] names = new String[flags.length];
+            for (int i = 0; i < flags.length; i++) {
+                names[i] = flags[i] ? "True" : "False";
+            }
+            return names;
+        }
+        if (!(column instanceof String[] names)) {
+            throw new MemfitException(source + ": obs column '" + name + "' holds numbers; labels are read from a "
+                    + "column of strings, categories or booleans");
+        }
+        return names;
+    }
+
+    /**
      * The share of each class.
      *
      * @return fractions by class, summing to 1

@@ -512,16 +512,7 @@ public final class ShardStore implements SampleSource {
                 throw new dev.memfit.MemfitException(table + ": the cell table has no column '" + column + "'; it has "
                         + String.join(", ", columns.keySet()));
             }
-            switch (values.labels()) {
-                case String[] text -> names.addAll(java.util.Arrays.asList(text));
-                case boolean[] flags -> {
-                    for (boolean flag : flags) {
-                        names.add(flag ? "True" : "False");
-                    }
-                }
-                default -> throw new dev.memfit.MemfitException(table + ": column '" + column + "' holds numbers; labels "
-                        + "are read from a column of strings, categories or booleans");
-            }
+            names.addAll(java.util.Arrays.asList(dev.memfit.sample.Labels.namesOf(values.labels(), table.toString(), column)));
         }
         if (names.size() != cells) {
             throw new dev.memfit.MemfitException(folder + ": the cell tables have " + names.size() + " rows, the shards "

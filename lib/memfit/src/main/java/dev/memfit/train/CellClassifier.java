@@ -290,12 +290,7 @@ public final class CellClassifier implements Trainer {
             if (labels == null) {
                 throw new IllegalArgumentException("setLabels(bySample) is required");
             }
-            for (int i = 0; i < labels.length; i++) {
-                if (labels[i] < 0 || labels[i] >= classes) {
-                    throw new IllegalArgumentException("the label of sample " + i + " is " + labels[i]
-                            + ", outside the " + classes + " classes of setClasses");
-                }
-            }
+            checkLabels(labels, classes, "setClasses");
             if (hidden < 1) {
                 throw new IllegalArgumentException("optHidden(units) needs units >= 1, got " + hidden);
             }

@@ -321,34 +321,40 @@ public final class GeneTransformer implements Trainer {
      */
     private Masked mask(RankValueTokens.Tokens cells, long epoch, long number) {
         long[] input = cells.ids().clone();
-        List<Long> positions = new ArrayList<>();
-        List<Long> targets = new ArrayList<>();
+        int total = 0;
+        for (int n : cells.lengths()) {
+            total += picks(n);
+        }
+        long[] positions = new long[total];
+        long[] targets = new long[total];
         SplittableRandom random = new SplittableRandom(seed ^ (epoch * 0x9E3779B97F4A7C15L) ^ (number * 0xC2B2AE3D27D4EB4FL));
         int length = cells.length();
         int[] order = new int[length];
+        int masked = 0;
         for (int cell = 0; cell < cells.cells(); cell++) {
             int n = cells.lengths()[cell];
-            if (n == 0) {
-                continue;
-            }
-            int picks = Math.max(1, Math.round(maskShare * n));
             for (int i = 0; i < n; i++) {
                 order[i] = i;
             }
-            for (int i = 0; i < picks; i++) {
+            for (int i = 0; i < picks(n); i++) {
                 int j = i + random.nextInt(n - i);
                 int swap = order[i];
                 order[i] = order[j];
                 order[j] = swap;
                 long at = (long) cell * length + order[i];
-                positions.add(at);
-                targets.add(input[(int) at]);
+                positions[masked] = at;
+                targets[masked++] = input[(int) at];
                 input[(int) at] = RankValueTokens.MASK;
             }
         }
-        return new Masked(input, positions.stream().mapToLong(Long::longValue).toArray(),
-                targets.stream().mapToLong(Long::longValue).toArray());
+        return new Masked(input, positions, targets);
     }
+
+    /** The tokens masked in a cell of {@code n} gene tokens: none without genes, else at least one. */
+    private int picks(int n) {
+        return n == 0 ? 0 : Math.max(1, Math.round(maskShare * n));
+    }
+
 
     /** The encoder: token and position embeddings, pre-norm layers, a final layer norm; {@code (B, T, d)} float32. */
     private NDArray encode(NDManager scope, long[] ids, int[] lengths) {
@@ -622,12 +628,7 @@ public final class GeneTransformer implements Trainer {
                 if (classes < 2) {
                     throw new IllegalArgumentException("optLabels needs at least 2 classes, got " + classes);
                 }
-                for (int i = 0; i < labels.length; i++) {
-                    if (labels[i] < 0 || labels[i] >= classes) {
-                        throw new IllegalArgumentException("the label of sample " + i + " is " + labels[i] + ", outside the "
-                                + classes + " classes");
-                    }
-                }
+                checkLabels(labels, classes, "optLabels");
             }
             return new GeneTransformer(this);
         }

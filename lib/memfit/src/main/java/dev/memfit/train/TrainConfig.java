@@ -382,58 +382,60 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                     + "data.shards.shard_dir at them");
         }
         Path shards = Path.of(data.shardDir());
-        dev.memfit.sample.Labels labels = null;
-        boolean sparse;
+        // one store for the labels, the tokens' pass and the training: opening checks every shard's row pointers
         try (dev.memfit.shard.ShardStore store = dev.memfit.shard.ShardStore.open(shards)) {
-            sparse = store.sparseRows().isPresent();
-            if (store.cellColumns().contains(training.labelKey())) {
+            boolean sparse = store.sparseRows().isPresent();
+            List<String> columns = store.cellColumns();
+            dev.memfit.sample.Labels labels = null;
+            if (columns.contains(training.labelKey())) {
                 labels = store.labels(training.labelKey());
             } else if (training.weighted() || training.labelKeyGiven()) {
                 throw new MemfitException("training.sampling.label_key is " + training.labelKey() + ", and the cell tables of "
-                        + shards + " have no such column; they have " + String.join(", ", store.cellColumns()));
+                        + shards + " have no such column; they have " + String.join(", ", columns));
             } else {
                 // the default label_key, absent from the cells: pretraining only, said
                 progress.note("no cell-type head: the cell tables of " + shards + " have no column "
-                        + training.labelKey() + " (they have " + String.join(", ", store.cellColumns()) + ")");
+                        + training.labelKey() + " (they have " + String.join(", ", columns) + ")");
             }
-        }
-        RankValueTokens tokens;
-        try (dev.memfit.data.Loader cells = dev.memfit.data.Datasets.shards(shards).optSparseBatches(sparse)
-                .optBatchSize(1024).build()) {
-            tokens = RankValueTokens.fit(cells, data.geneStrategy().equals("all") ? 0 : data.genes(),
-                    tokenizer.maxLength(), progress);
-        }
-        boolean bf16 = training.bf16() && GeneTransformer.bf16Supported();
-        if (training.bf16() && !bf16) {
-            // said, not silent: the run is float32, with the memory of float32 activations
-            progress.note("training.precision bf16-mixed: this engine (DJL " + ai.djl.engine.Engine.getDjlVersion()
-                    + ", PyTorch) cannot hold bfloat16 arrays; training in float32 (32-true) instead");
-        }
-        GeneTransformer.Builder builder = GeneTransformer.builder().setTokens(tokens)
-                .optModel(model.dModel(), model.layers(), model.heads()).optBf16(bf16)
-                .optEpochs(training.epochs()).optGradientAccumulation(training.accumulation())
-                .optPinnedBatches(training.pinMemory()).optProgress(progress);
-        if (labels != null) {
-            builder.optLabels(labels.codes(), labels.names().size());
-        }
-        dev.memfit.data.Order order = training.weighted()
-                ? dev.memfit.data.Order.weighted(labels.codes(), 0, training.warmupEpochs())
-                : dev.memfit.data.Order.shuffle(0);
-        try (dev.memfit.data.Loader loader = dev.memfit.data.Datasets.shards(shards).optSparseBatches(sparse)
-                .optBatchSize(training.batchSize()).optOrder(order).build()) {
-            if (training.checkpointDir() != null) {
-                // at the end of every epoch (Lightning's default) and every 10 minutes within a long one
-                // a shorter last group of batches still steps
-                long stepsPerEpoch = Math.max(1, (loader.batchesPerEpoch() + training.accumulation() - 1) / training.accumulation());
-                builder.optCheckpoints(Checkpoints.builder().setFolder(training.checkpointDir())
-                        .optEverySteps(stepsPerEpoch).optEveryTime(java.time.Duration.ofMinutes(10)).build());
+            RankValueTokens tokens;
+            try (dev.memfit.data.Loader cells = dev.memfit.data.Datasets.of(store).optSparseBatches(sparse)
+                    .optBatchSize(1024).build()) {
+                tokens = RankValueTokens.fit(cells, data.geneStrategy().equals("all") ? 0 : data.genes(),
+                        tokenizer.maxLength(), progress);
             }
-            GeneTransformer transformer = builder.build();
-            try {
-                return new Trained(this, transformer, tokens, labels, transformer.fit(loader));
-            } catch (RuntimeException e) {
-                transformer.close();
-                throw e;
+            boolean bf16 = training.bf16() && GeneTransformer.bf16Supported();
+            if (training.bf16() && !bf16) {
+                // said, not silent: the run is float32, with the memory of float32 activations
+                progress.note("training.precision bf16-mixed: this engine (DJL " + ai.djl.engine.Engine.getDjlVersion()
+                        + ", PyTorch) cannot hold bfloat16 arrays; training in float32 (32-true) instead");
+            }
+            GeneTransformer.Builder builder = GeneTransformer.builder().setTokens(tokens)
+                    .optModel(model.dModel(), model.layers(), model.heads()).optBf16(bf16)
+                    .optEpochs(training.epochs()).optGradientAccumulation(training.accumulation())
+                    .optPinnedBatches(training.pinMemory()).optProgress(progress);
+            if (labels != null) {
+                builder.optLabels(labels.codes(), labels.names().size());
+            }
+            dev.memfit.data.Order order = training.weighted()
+                    ? dev.memfit.data.Order.weighted(labels.codes(), 0, training.warmupEpochs())
+                    : dev.memfit.data.Order.shuffle(0);
+            try (dev.memfit.data.Loader loader = dev.memfit.data.Datasets.of(store).optSparseBatches(sparse)
+                    .optBatchSize(training.batchSize()).optOrder(order).build()) {
+                if (training.checkpointDir() != null) {
+                    // at the end of every epoch (Lightning's default; a shorter last group of batches still steps) and
+                    // every 10 minutes within a long one
+                    long stepsPerEpoch = Math.max(1, (loader.batchesPerEpoch() + training.accumulation() - 1)
+                            / training.accumulation());
+                    builder.optCheckpoints(Checkpoints.builder().setFolder(training.checkpointDir())
+                            .optEverySteps(stepsPerEpoch).optEveryTime(java.time.Duration.ofMinutes(10)).build());
+                }
+                GeneTransformer transformer = builder.build();
+                try {
+                    return new Trained(this, transformer, tokens, labels, transformer.fit(loader));
+                } catch (RuntimeException e) {
+                    transformer.close();
+                    throw e;
+                }
             }
         }
     }

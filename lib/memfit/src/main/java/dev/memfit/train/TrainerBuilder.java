@@ -156,6 +156,16 @@ public abstract class TrainerBuilder<B extends TrainerBuilder<B>> {
         return self();
     }
 
+    /** Checks that every sample's class is one of {@code classes}, naming the first that is not and the setting. */
+    static void checkLabels(int[] labels, int classes, String setting) {
+        for (int i = 0; i < labels.length; i++) {
+            if (labels[i] < 0 || labels[i] >= classes) {
+                throw new IllegalArgumentException("the label of sample " + i + " is " + labels[i]
+                        + ", outside the " + classes + " classes of " + setting);
+            }
+        }
+    }
+
     /** Checks the shared settings; each builder checks its own after these. */
     void validate() {
         if (epochs < 1) {
