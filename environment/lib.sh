@@ -3,7 +3,7 @@
 
 MEMFIT_MIN_JAVA=25
 MEMFIT_APT_PACKAGES="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client \
-python3-numpy python3-h5py python3-mrcfile python3-anndata fontconfig fonts-dejavu-core"
+python3-numpy python3-h5py python3-mrcfile python3-anndata fontconfig fonts-dejavu-core libtcmalloc-minimal4"
 
 memfit_die() {
     echo "memfit: $*" >&2
@@ -39,6 +39,11 @@ memfit_system_packages() {
     /usr/bin/python3 -c "import numpy, h5py, mrcfile, anndata" 2>/dev/null || missing+=(numpy/h5py/mrcfile/anndata)
     # grep without -q: with pipefail, an early exit of grep -q can fail fc-list with SIGPIPE.
     command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -i dejavu >/dev/null || missing+=(fonts)
+    # the training commands' allocator (memfit_malloc): wanted, not needed, so only installed beside something needed
+    if [ ${#missing[@]} -eq 0 ] && ! ls /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4 >/dev/null 2>&1; then
+        echo "memfit: note: Debian's libtcmalloc-minimal4 is not installed: training on the CPU runs slower with glibc's" \
+            "allocator (apt-get install libtcmalloc-minimal4)" >&2
+    fi
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "memfit: installing Debian packages for ${missing[*]} ..."
@@ -56,12 +61,13 @@ memfit_system_packages() {
 # The test suite's Debian packages (./memfit test only): chromium and its driver, which Selenium is pointed at so that
 # it never downloads a browser or a driver; RELION, whose own projects the particle tests read; zarr, which writes the
 # AnnData stores the zarr tests read.
-MEMFIT_TEST_APT_PACKAGES="chromium chromium-driver relion python3-zarr"
+MEMFIT_TEST_APT_PACKAGES="chromium chromium-driver relion python3-zarr python3-torch"
 memfit_test_packages() {
     local missing=()
     [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || missing+=(chromium)
     [ -x /usr/bin/relion_refine ] || missing+=(relion)
     /usr/bin/python3 -c "import zarr" 2>/dev/null || missing+=(zarr)
+    /usr/bin/python3 -c "import torch" 2>/dev/null || missing+=(torch)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "memfit: installing Debian packages for the tests (${missing[*]}) ..."
@@ -140,8 +146,9 @@ memfit_write_kernelspec() {
 # The kernel's own output (class path lines, warnings) goes to kernel.log beside this file; cell output goes to
 # the notebook as usual.
 exec >>"$dir/kernel.log" 2>&1
-# PyTorch's OpenMP threads spin after every op by default, starving the loader's reader threads on a small machine.
-export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}"
+# PyTorch's OpenMP threads spin after every op by default, starving the loader's reader threads on a small machine;
+# a short spin (see memfit_setup) keeps the next op from waiting for a sleeping thread.
+export OMP_WAIT_POLICY="\${OMP_WAIT_POLICY:-PASSIVE}" GOMP_SPINCOUNT="\${GOMP_SPINCOUNT:-3000}"
 ${extra_env}# The GPU settings of ./memfit gpu-setup, read at each start so that a later gpu-setup needs no new kernelspec.
 GPU_ENV="\${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
 if [ -f "\$GPU_ENV" ] && [ "\${MEMFIT_GPU:-1}" != 0 ]; then . "\$GPU_ENV"; fi
@@ -177,6 +184,23 @@ JSON
 
 # The GPU settings ./memfit gpu-setup recorded (PYTORCH_LIBRARY_PATH, PYTORCH_VERSION, PYTORCH_FLAVOR, DJL's engine
 # cache, the CUDA library folder), when there are any; MEMFIT_GPU=0 ignores them (DJL's CPU natives from the jars).
+# Training commands (train, bench) run with tcmalloc (Debian's libtcmalloc-minimal4) preloaded when it is installed:
+# PyTorch's CPU tensors above 32 MiB (a transformer's attention scores at batch 64 and 256 tokens are 64 MiB) come from
+# glibc's mmap and go back with munmap on every step, and the page faults of touching them again took half of a
+# training step's time here (`./memfit bench transformer`: 1.9x the tokens/s with tcmalloc; the torch baseline, a
+# child process, inherits the same allocator). MEMFIT_MALLOC=glibc turns it off.
+memfit_malloc() {
+    [ "${MEMFIT_MALLOC:-tcmalloc}" = glibc ] && return 0
+    local lib
+    for lib in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4; do
+        if [ -f "$lib" ]; then
+            case ":${LD_PRELOAD:-}:" in *":$lib:"*) ;; *) export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" ;; esac
+            return 0
+        fi
+    done
+    return 0
+}
+
 memfit_gpu_env() {
     local env="${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
     if [ -f "$env" ] && [ "${MEMFIT_GPU:-1}" != 0 ]; then
@@ -207,8 +231,11 @@ memfit_kernelspec_spark() {
 memfit_setup() {
     export DJL_OFFLINE=true OPT_OUT_TRACKING=true
     # PyTorch's OpenMP threads spin after every op by default, starving loader threads on a small machine: with one
-    # of two cores busy elsewhere, a notebook-03-like epoch took 4.0-4.7 s spinning and 2.0-2.3 s passive.
-    export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+    # of two cores busy elsewhere, a notebook-03-like epoch took 4.0-4.7 s spinning and 2.0-2.3 s passive. Fully
+    # passive threads sleep between ops, and waking them cost small models half their step time with 2 threads (a
+    # d_model-16 transformer: 1.07-1.31 s an epoch passive, 0.61-0.64 s with a 3,000-iteration spin, 0.58-0.76 s with
+    # 10,000-30,000; libgomp, which DJL's PyTorch loads): a few microseconds of spinning, then sleep.
+    export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" GOMP_SPINCOUNT="${GOMP_SPINCOUNT:-3000}"
     memfit_find_jdk
     memfit_gpu_env
     memfit_system_packages

@@ -62,6 +62,60 @@ public record ProcessMemory(long physicalTotal, long physicalAvailable, long lim
         }
     }
 
+    /**
+     * The C allocator this process's native memory comes from: {@code "tcmalloc"}, {@code "jemalloc"} or
+     * {@code "mimalloc"} when such a library is loaded (preloaded, as {@code ./memfit train} does), else
+     * {@code "glibc"} on Linux, {@code "unknown"} where {@code /proc/self/maps} cannot be read.
+     *
+     * @return the allocator's name
+     */
+    public static String allocator() {
+        try (java.util.stream.Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+            List<String> found = lines.map(line -> line.contains("libtcmalloc") ? "tcmalloc"
+                            : line.contains("libjemalloc") ? "jemalloc" : line.contains("libmimalloc") ? "mimalloc" : null)
+                    .filter(java.util.Objects::nonNull).limit(1).toList();
+            return found.isEmpty() ? "glibc" : found.getFirst();
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return "unknown";
+        }
+    }
+
+    /**
+     * The bytes this process's C allocator has handed out and not had back: glibc's {@code mallinfo2()}, in-use
+     * chunks of every arena plus its mapped chunks. This is where PyTorch's CPU tensors and memfit's native buffers
+     * live; unlike the resident set it leaves out what the allocator keeps after frees and the JVM's own heap, so it
+     * is what a model's memory estimate can be held to. -1 where it cannot be read: not glibc, or another allocator
+     * preloaded (tcmalloc's memory is not glibc's).
+     *
+     * @return bytes in use, or -1
+     */
+    public static long mallocInUse() {
+        if (MallInfo.HANDLE == null || !MallInfo.GLIBC) {
+            return -1;
+        }
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment info = (java.lang.foreign.MemorySegment) MallInfo.HANDLE.invokeExact(
+                    (java.lang.foreign.SegmentAllocator) arena);
+            // struct mallinfo2: arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost
+            return info.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 7)
+                    + info.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 4);
+        } catch (Throwable e) {
+            return -1;
+        }
+    }
+
+    /** glibc's {@code mallinfo2} (glibc 2.33 and later), looked up once; null where the C library has none. */
+    private static final class MallInfo {
+        /** Whether malloc is glibc's: an allocator is preloaded before the JVM starts, so once is enough. */
+        static final boolean GLIBC = "glibc".equals(allocator());
+        static final java.lang.invoke.MethodHandle HANDLE = java.lang.foreign.Linker.nativeLinker().defaultLookup()
+                .find("mallinfo2")
+                .map(address -> java.lang.foreign.Linker.nativeLinker().downcallHandle(address,
+                        java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.MemoryLayout.structLayout(
+                                java.lang.foreign.MemoryLayout.sequenceLayout(10, java.lang.foreign.ValueLayout.JAVA_LONG)))))
+                .orElse(null);
+    }
+
     /** glibc's {@code malloc_trim}, looked up once; null where the C library has none. */
     private static final class MallocTrim {
         static final java.lang.invoke.MethodHandle HANDLE = java.lang.foreign.Linker.nativeLinker().defaultLookup()

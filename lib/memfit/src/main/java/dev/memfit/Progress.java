@@ -50,10 +50,10 @@ public final class Progress implements ProgressListener.Task {
                 .setInitialMax(total)
                 .setUnit(" " + unit, 1)
                 .setStyle(ProgressBarStyle.ASCII)
-                .setMaxRenderedLength(100)
+                .setMaxRenderedLength(140)
                 .setUpdateIntervalMillis(500)
                 .setRenderer(new Renderer(" " + unit))
-                .setConsumer(new ConsoleProgressBarConsumer(System.out, 100))
+                .setConsumer(new ConsoleProgressBarConsumer(System.out, 140))
                 .build();
         return new Progress(bar);
     }

@@ -20,7 +20,7 @@ import java.util.concurrent.Callable;
 /** {@code memfit bench loader|topics}: benchmarks printed as tables (and JSON rows with --json). */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks, side by side with reference tools.",
         subcommands = {BenchCommand.Loader.class, BenchCommand.Topics.class, BenchCommand.Checkpoints.class, BenchLazy.class, BenchCommand.H5ad.class,
-                BenchCommand.Conversion.class, BenchCommand.Shards.class, BenchCloud.class, BenchStartup.class, BenchGpu.class, BenchDisk.class})
+                BenchCommand.Conversion.class, BenchCommand.Shards.class, BenchCloud.class, BenchStartup.class, BenchGpu.class, BenchDisk.class, BenchTransformer.class})
 final class BenchCommand implements Runnable {
 
     @Override

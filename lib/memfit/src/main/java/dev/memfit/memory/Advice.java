@@ -299,4 +299,67 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
                     + "Select genes first (`memfit preprocess --hvg`) to shrink every row.";
         };
     }
+
+    /**
+     * What a gene-token transformer's training needs beside what this machine (or device) has, and what to change in
+     * the config when it does not fit: a smaller micro-batch with more accumulated batches (the same cells a step), a
+     * shorter {@code max_length} (the attention scores grow with its square), and bf16-mixed where the engine has it.
+     *
+     * @param shape the transformer
+     * @param batchSize cells per micro-batch ({@code training.batch_size})
+     * @param accumulation micro-batches per step ({@code training.accumulate_grad_batches})
+     * @param bytesPerValue 4 (float32) or 2 (bf16-mixed)
+     * @param available bytes the model may take: the RAM left when training on the CPU, the device's memory on a GPU
+     * @param bf16Available whether the engine can train in bf16-mixed
+     * @return one paragraph: it fits, or the changes that make it fit
+     */
+    public static String transformer(TransformerShape shape, int batchSize, int accumulation, int bytesPerValue,
+                                     long available, boolean bf16Available) {
+        long need = MemoryEstimator.transformerBytes(shape, batchSize, bytesPerValue);
+        long room = (long) (DEVICE_SHARE * available);
+        String head = String.format(Locale.ROOT, "The transformer needs about %s at batch %d x %d tokens (%s available",
+                MemoryEstimator.human(need), batchSize, shape.maxLength(), MemoryEstimator.human(available));
+        if (need <= room) {
+            return head + "): it fits.";
+        }
+        StringBuilder text = new StringBuilder(head).append("): it does not fit.");
+        long cellsPerStep = (long) batchSize * accumulation;
+        int smaller = batchSize;
+        while (smaller > 1 && MemoryEstimator.transformerBytes(shape, smaller, bytesPerValue) > room) {
+            smaller = Math.max(1, smaller / 2);
+        }
+        if (MemoryEstimator.transformerBytes(shape, smaller, bytesPerValue) <= room) {
+            long steps = Math.ceilDiv(cellsPerStep, smaller);
+            text.append(String.format(Locale.ROOT, " Set training.batch_size=%d with accumulate_grad_batches=%d (%s; "
+                    + "%,d cells a step as before%s).", smaller, steps,
+                    MemoryEstimator.human(MemoryEstimator.transformerBytes(shape, smaller, bytesPerValue)),
+                    smaller * steps, smaller * steps == cellsPerStep ? "" : ", rounded up"));
+        }
+        long tokens = shape.maxLength();
+        while (tokens > 1 && MemoryEstimator.transformerBytes(withLength(shape, tokens), batchSize, bytesPerValue) > room) {
+            tokens /= 2;
+        }
+        if (tokens < shape.maxLength()
+                && MemoryEstimator.transformerBytes(withLength(shape, tokens), batchSize, bytesPerValue) <= room) {
+            text.append(String.format(Locale.ROOT, " Or keep the batch and set tokenizer.max_length=%d (%s: the attention "
+                    + "scores grow with the square of the tokens).", tokens,
+                    MemoryEstimator.human(MemoryEstimator.transformerBytes(withLength(shape, tokens), batchSize, bytesPerValue))));
+        }
+        if (bytesPerValue == 4) {
+            long half = MemoryEstimator.transformerBytes(shape, batchSize, 2);
+            text.append(bf16Available
+                    ? String.format(Locale.ROOT, " bf16-mixed would need %s.", MemoryEstimator.human(half))
+                    : String.format(Locale.ROOT, " bf16-mixed would need %s, but this engine cannot train in bfloat16.",
+                    MemoryEstimator.human(half)));
+        }
+        if (MemoryEstimator.transformerBytes(shape, 1, bytesPerValue) > room) {
+            text.append(" Even one cell does not fit: lower model.d_model or model.n_layers.");
+        }
+        return text.toString();
+    }
+
+    private static TransformerShape withLength(TransformerShape shape, long tokens) {
+        return new TransformerShape(shape.vocabulary(), tokens, shape.dModel(), shape.layers(), shape.heads(),
+                shape.classes(), shape.maskShare());
+    }
 }

@@ -65,8 +65,10 @@ public final class MemoryEstimator {
     private final boolean shuffled;
     private final long storedBytes;
     private final long processBaseline;
+    private final TransformerShape transformer;
 
     private MemoryEstimator(Builder builder) {
+        this.transformer = builder.transformer;
         this.processBaseline = builder.processBaseline;
         this.storedBytes = builder.storedBytes;
         this.samples = builder.samples;
@@ -120,6 +122,23 @@ public final class MemoryEstimator {
             parts.add(new MemoryEstimate.Component("this process before the run (JVM, libraries, PyTorch)",
                     MemoryEstimate.Where.PROCESS, processBaseline));
         }
+        if (loading != null) {
+            dataParts(parts);
+        }
+        if (transformer != null) {
+            transformerParts(parts);
+        } else {
+            modelParts(parts);
+        }
+        if (devices > 1) {
+            parts.add(new MemoryEstimate.Component("(device totals are per device; " + devices + " devices)",
+                    MemoryEstimate.Where.DEVICE, 0));
+        }
+        return new MemoryEstimate(List.copyOf(parts));
+    }
+
+    /** The data's part: where the samples live, the loader's buffers and the epoch's order. */
+    private void dataParts(List<MemoryEstimate.Component> parts) {
         long dataBytes = samples * sampleBytes;
         long epochLength = samples;
         switch (loading) {
@@ -186,6 +205,10 @@ public final class MemoryEstimator {
         } else {
             parts.add(new MemoryEstimate.Component("epoch order (8 bytes per sample)", MemoryEstimate.Where.HEAP, 8 * epochLength));
         }
+    }
+
+    /** A model given by its counts: parameters, gradients and optimizer state, activations, the batch's copy. */
+    private void modelParts(List<MemoryEstimate.Component> parts) {
         if (parameters > 0) {
             long weights = parameters * bytesPerValue;
             parts.add(new MemoryEstimate.Component("parameters (" + parameters + " x " + bytesPerValue + " B) per device",
@@ -201,13 +224,58 @@ public final class MemoryEstimator {
             parts.add(new MemoryEstimate.Component("activations kept for backward (batch " + batchSize + ")",
                     MemoryEstimate.Where.DEVICE, activationsPerSample * batchSize * bytesPerValue));
         }
-        parts.add(new MemoryEstimate.Component("mini-batch copy on the device", MemoryEstimate.Where.DEVICE,
-                (long) batchSize * sampleBytes));
-        if (devices > 1) {
-            parts.add(new MemoryEstimate.Component("(device totals are per device; " + devices + " devices)",
-                    MemoryEstimate.Where.DEVICE, 0));
+        if (sampleBytes > 0) {
+            parts.add(new MemoryEstimate.Component("mini-batch copy on the device", MemoryEstimate.Where.DEVICE,
+                    (long) batchSize * sampleBytes));
         }
-        return new MemoryEstimate(List.copyOf(parts));
+    }
+
+    /**
+     * A gene-token transformer, counted from its shape: float32 master weights (and their bfloat16 casts at
+     * precision 2, as bf16-mixed keeps them), float32 gradients and optimizer state, and per cell of a micro-batch the
+     * activations held until the backward pass, the backward pass's widest gradients and the tokens.
+     */
+    private void transformerParts(List<MemoryEstimate.Component> parts) {
+        MemoryEstimate.Where device = MemoryEstimate.Where.DEVICE;
+        long p = transformer.parameters();
+        parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "parameters (%,d x 4 B, float32)", p), device, 4 * p));
+        if (bytesPerValue == 2) {
+            parts.add(new MemoryEstimate.Component("bfloat16 casts of the weights (bf16-mixed)", device, 2 * p));
+        }
+        parts.add(new MemoryEstimate.Component("gradients (float32)", device, 4 * p));
+        if (optimizer.statesPerParameter() > 0) {
+            parts.add(new MemoryEstimate.Component(optimizer.name().toLowerCase(Locale.ROOT) + " state ("
+                    + optimizer.statesPerParameter() + " per parameter, float32)", device,
+                    4 * p * optimizer.statesPerParameter()));
+        }
+        String precision = bytesPerValue == 2 ? "bfloat16" : bytesPerValue == 4 ? "float32" : "float64";
+        parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "attention scores kept for backward (%d x "
+                        + "%d heads x %d² tokens x %d layers per cell, batch %d, %s)", TransformerShape.SCORE_COPIES,
+                transformer.heads(), transformer.maxLength(), transformer.layers(), batchSize, precision), device,
+                (long) batchSize * transformer.scoreValuesPerCell() * bytesPerValue));
+        parts.add(new MemoryEstimate.Component(String.format(Locale.ROOT, "other activations kept for backward "
+                        + "(about %d x %d tokens x d_model %d x %d layers per cell, and the heads' logits)",
+                TransformerShape.VALUES_PER_TOKEN_AND_WIDTH, transformer.maxLength(), transformer.dModel(),
+                transformer.layers()), device, (long) batchSize * transformer.otherActivationValuesPerCell() * bytesPerValue));
+        parts.add(new MemoryEstimate.Component("the backward pass's widest gradients", device,
+                (long) batchSize * transformer.backwardValuesPerCell() * bytesPerValue));
+        parts.add(new MemoryEstimate.Component("token ids, masks and key padding (int64, float32)", device,
+                (long) batchSize * transformer.maxLength() * (8 + 8 + 4)));
+        parts.add(new MemoryEstimate.Component("the engine's working memory while it trains (measured: 21-32 MiB)",
+                device, TransformerShape.RUNTIME_BYTES));
+    }
+
+    /**
+     * The transformer's memory a micro-batch of a size needs, all of it (what {@link #estimate()} puts on the device).
+     *
+     * @param shape the transformer
+     * @param batchSize cells per micro-batch
+     * @param bytesPerValue 4 for float32, 2 for bf16-mixed
+     * @return bytes
+     */
+    public static long transformerBytes(TransformerShape shape, int batchSize, int bytesPerValue) {
+        return builder().setTransformer(shape).optBatchSize(batchSize).optPrecision(bytesPerValue).build().estimate()
+                .total(MemoryEstimate.Where.DEVICE);
     }
 
     /**
@@ -223,6 +291,7 @@ public final class MemoryEstimator {
 
     /** Configures a {@link MemoryEstimator}: {@code setX} required, {@code optX} optional. */
     public static final class Builder {
+        private TransformerShape transformer;
         private long processBaseline = -1;
         private long samples = -1;
         private long sampleBytes = -1;
@@ -292,6 +361,22 @@ public final class MemoryEstimator {
             this.samples = count;
             this.sampleBytes = bytesPerSample;
             this.loading = how;
+            return this;
+        }
+
+        /**
+         * Sets the model to a gene-token transformer, counted from its shape (parameters, activations by batch x
+         * tokens x d_model x layers and heads x tokens², the backward pass's gradients); {@link #optPrecision} 2 counts
+         * bf16-mixed (bfloat16 activations beside float32 master weights). Without {@link #setData}, the estimate is
+         * the model's alone.
+         *
+         * @param shape the transformer's sizes
+         * @return this builder
+         */
+        public Builder setTransformer(TransformerShape shape) {
+            this.transformer = shape;
+            this.parameters = shape.parameters();
+            this.activationsPerSample = shape.scoreValuesPerCell() + shape.otherActivationValuesPerCell();
             return this;
         }
 
@@ -382,6 +467,13 @@ public final class MemoryEstimator {
          * @return the estimator
          */
         public MemoryEstimator build() {
+            if (transformer != null && loading == null) {
+                if (batchSize < 1 || bytesPerValue != 2 && bytesPerValue != 4 && bytesPerValue != 8 || devices < 1) {
+                    throw new MemfitException("batch size, devices >= 1 and a precision of 2, 4 or 8 bytes are needed, got "
+                            + batchSize + ", " + devices + ", " + bytesPerValue);
+                }
+                return new MemoryEstimator(this);
+            }
             if (loading == null || samples < 1 || sampleBytes < 1) {
                 throw new MemfitException("setData(count, bytesPerSample, strategy) is required with count >= 1 and "
                         + "bytesPerSample >= 1, got count " + samples + ", bytes per sample " + sampleBytes);

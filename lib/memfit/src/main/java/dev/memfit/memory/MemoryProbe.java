@@ -44,6 +44,10 @@ public final class MemoryProbe implements AutoCloseable {
     private final List<MemoryTimeline.Mark> marks = Collections.synchronizedList(new ArrayList<>());
     private final ScheduledExecutorService timer;
     private MemoryTimeline result;
+    private final long mallocAtStart = dev.memfit.ProcessMemory.mallocInUse();
+    private final java.util.concurrent.atomic.AtomicLong mallocPeak = new java.util.concurrent.atomic.AtomicLong(mallocAtStart);
+    /** The C allocator's bytes in use at each reading, in the order of {@link #samples}. */
+    private final List<Long> mallocReadings = new ArrayList<>();
 
     private MemoryProbe(String name, Duration interval, Device device) {
         this.name = name;
@@ -94,12 +98,52 @@ public final class MemoryProbe implements AutoCloseable {
         return read(0, null);
     }
 
+    /**
+     * One reading now, outside any probe, with the memory used on a GPU.
+     *
+     * @param device where training runs: a GPU's used memory is read ({@code deviceBytes}), none for the CPU
+     * @return the reading (its time is 0)
+     */
+    public static MemorySample now(Device device) {
+        return read(0, device);
+    }
+
     private double elapsed() {
         return (System.nanoTime() - start) / 1e9;
     }
 
     private void sample() {
-        samples.add(read(elapsed(), device));
+        // its own lock, not the probe's: stop() holds that while it waits for the timer's last reading
+        synchronized (mallocReadings) {
+            samples.add(read(elapsed(), device));
+            long inUse = dev.memfit.ProcessMemory.mallocInUse();
+            mallocReadings.add(inUse);
+            mallocPeak.accumulateAndGet(inUse, Math::max);
+        }
+    }
+
+    /**
+     * The C allocator's bytes in use ({@link dev.memfit.ProcessMemory#mallocInUse()}) at each reading of the timeline
+     * {@link #stop()} returns, in its order: to draw beside the resident set.
+     *
+     * @return bytes per reading, -1 each where the allocator cannot be read
+     */
+    public long[] mallocInUse() {
+        synchronized (mallocReadings) {
+            return mallocReadings.stream().mapToLong(Long::longValue).toArray();
+        }
+    }
+
+    /**
+     * How far the C allocator's memory in use ({@link dev.memfit.ProcessMemory#mallocInUse()}: PyTorch's CPU tensors,
+     * native buffers) rose above what it was when the probe started, at the highest reading so far: the memory a run
+     * added, without what the allocator keeps after frees or the JVM's heap. Short peaks between readings are missed:
+     * sample at a few milliseconds to see a training step's.
+     *
+     * @return bytes, or -1 where the allocator cannot be read (not glibc)
+     */
+    public long mallocPeakGrowth() {
+        return mallocAtStart < 0 ? -1 : mallocPeak.get() - mallocAtStart;
     }
 
     private static MemorySample read(double seconds, Device device) {

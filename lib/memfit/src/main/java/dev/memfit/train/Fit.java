@@ -71,6 +71,24 @@ final class Fit {
         double backward(Batch batch, Step step);
 
         /**
+         * What the model counts its work in beside samples, for the progress bar's rate (a token model: "tokens").
+         *
+         * @return the unit, or null to show samples a second
+         */
+        default String workUnit() {
+            return null;
+        }
+
+        /**
+         * The work done in this process so far, in {@link #workUnit()}s (a running count the bar takes differences of).
+         *
+         * @return the count
+         */
+        default long workDone() {
+            return 0;
+        }
+
+        /**
          * Whether the loop calls {@link #backwardOnDevice} instead of {@link #backward}.
          *
          * @return true for a model that leaves its losses on the device (default: false)
@@ -180,6 +198,10 @@ final class Fit {
     }
 
     /** The device set on the builder, else the default one. */
+    ProgressListener progress() {
+        return progress;
+    }
+
     Device device() {
         return device != null ? device : defaultDevice();
     }
@@ -223,14 +245,15 @@ final class Fit {
             long start = System.nanoTime();
             long total = epochs * loader.batchesPerEpoch();
             try (ProgressListener.Task bar = progress.start(task, total, "batches")) {
+                BarStatus status = new BarStatus(bar, model, target, run);
                 bar.step(Math.min(total, (run.epoch - 1) * loader.batchesPerEpoch() + run.batches));
                 // a resumed run that had stopped early (optStopWhen) stays stopped
                 while (run.epoch <= epochs && !(run.batches == 0 && !run.history.isEmpty()
                         && stopWhen.test(run.history.getLast()))) {
-                    EpochStats stats = epoch(run, loader, parameters, model, target, bar, saver);
+                    EpochStats stats = epoch(run, loader, parameters, model, target, bar, status, saver);
                     run.history.add(stats);
                     run.nextEpoch();
-                    bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()));
+                    status.epochDone(stats);
                     epochListener.onEpoch(stats);
                     if (saver != null && saver.due(run)) {
                         saver.save(run, loader, model);
@@ -251,7 +274,7 @@ final class Fit {
     }
 
     private EpochStats epoch(Run run, Loader loader, NDManager parameters, Model model, Device target,
-                             ProgressListener.Task bar, Checkpointing saver) {
+                             ProgressListener.Task bar, BarStatus status, Checkpointing saver) {
         long start = System.nanoTime();
         long perEpoch = loader.batchesPerEpoch();
         Step step = null;
@@ -282,6 +305,7 @@ final class Fit {
                     }
                 }
                 bar.step(1);
+                status.during();
             }
             // A shorter last group still steps: no batch of the epoch is left out.
             if (step != null) {
@@ -308,6 +332,78 @@ final class Fit {
         run.globalSteps++;
         run.sinceCheckpoint++;
         losses.endStep();
+    }
+
+    /**
+     * The bar's message: after each epoch its loss, and within and after it the rate (samples, or the model's unit, a
+     * second) and the memory held (the process's resident set; a GPU's used memory when training there), at most
+     * every two seconds within an epoch, so that reading /proc costs nothing beside a step.
+     */
+    private static final class BarStatus {
+        private static final long INTERVAL_NANOS = 2_000_000_000L;
+        private final ProgressListener.Task bar;
+        private final Model model;
+        private final Device device;
+        private final Run run;
+        private long sinceNanos = System.nanoTime();
+        private long sinceWork;
+        private long sinceSamples;
+        private long epochNanos = sinceNanos;
+        private long epochWork;
+        private String lastLoss = "";
+
+        BarStatus(ProgressListener.Task bar, Model model, Device device, Run run) {
+            this.bar = bar;
+            this.model = model;
+            this.device = device;
+            this.run = run;
+            this.sinceWork = model.workDone();
+            this.epochWork = sinceWork;
+            this.sinceSamples = run.samples;
+        }
+
+        void during() {
+            long now = System.nanoTime();
+            if (now - sinceNanos < INTERVAL_NANOS) {
+                return;
+            }
+            bar.message("epoch " + run.epoch + " · " + rate(now, sinceNanos, model.workDone() - sinceWork,
+                    run.samples - sinceSamples) + " · " + memory() + lastLoss);
+            sinceNanos = now;
+            sinceWork = model.workDone();
+            sinceSamples = run.samples;
+        }
+
+        void epochDone(EpochStats stats) {
+            long now = System.nanoTime();
+            bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()) + " · "
+                    + rate(now, epochNanos, model.workDone() - epochWork, stats.samples()) + " · " + memory());
+            lastLoss = String.format(Locale.ROOT, " · loss %.4g (epoch %d)", stats.loss(), stats.epoch());
+            epochNanos = now;
+            sinceNanos = now;
+            epochWork = model.workDone();
+            sinceWork = epochWork;
+            sinceSamples = run.samples;
+        }
+
+        private String rate(long now, long since, long work, long samples) {
+            double seconds = Math.max(1e-9, (now - since) / 1e9);
+            String unit = model.workUnit();
+            double perSecond = (unit == null ? samples : work) / seconds;
+            String figure = perSecond >= 1e6 ? String.format(Locale.ROOT, "%.2fM", perSecond / 1e6)
+                    : perSecond >= 1e4 ? String.format(Locale.ROOT, "%.1fk", perSecond / 1e3)
+                    : String.format(Locale.ROOT, "%,.0f", perSecond);
+            return figure + " " + (unit == null ? "samples" : unit) + "/s";
+        }
+
+        private String memory() {
+            dev.memfit.memory.MemorySample sample = dev.memfit.memory.MemoryProbe.now(device);
+            String text = sample.rss() < 0 ? "" : "RSS " + dev.memfit.ProcessMemory.human(sample.rss());
+            if (device != null && device.isGpu() && sample.device() > 0) {
+                text += (text.isEmpty() ? "" : ", ") + "GPU " + dev.memfit.ProcessMemory.human(sample.device());
+            }
+            return text.isEmpty() ? "memory not measured" : text;
+        }
     }
 
     /**

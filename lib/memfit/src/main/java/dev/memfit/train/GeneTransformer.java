@@ -47,6 +47,8 @@ import java.util.TreeMap;
 public final class GeneTransformer implements Trainer {
 
     private static final float MASK_BIAS = -1e9f;
+    /** The share of each cell's gene tokens masked unless {@link Builder#optMaskShare} says otherwise, as Geneformer. */
+    public static final double DEFAULT_MASK_SHARE = 0.15;
 
     private final RankValueTokens tokens;
     private final int[] labels;
@@ -66,6 +68,12 @@ public final class GeneTransformer implements Trainer {
     /** Per epoch run here: how often each (position, gene) was a masked target, keyed position x vocabulary + id. */
     private final Map<Long, Map<Long, Long>> epochTargets = new TreeMap<>();
     private boolean closed;
+    /** Tokens (cells x max_length, padding included: what the encoder computes on) of every batch trained on. */
+    private long tokensRead;
+    /** glibc's largest mmap threshold (64-bit): larger blocks are always mapped, and unmapped when freed. */
+    private static final long GLIBC_MMAP_THRESHOLD_MAX = 32L << 20;
+    /** Whether this process was told about its allocator already (once is enough). */
+    private static final java.util.concurrent.atomic.AtomicBoolean ALLOCATOR_NOTED = new java.util.concurrent.atomic.AtomicBoolean();
 
     private GeneTransformer(Builder builder) {
         this.tokens = builder.tokens;
@@ -116,10 +124,17 @@ public final class GeneTransformer implements Trainer {
             throw new IllegalArgumentException("setLabels gave " + labels.length + " labels; the loader's source has "
                     + loader.samples() + " samples, and every one needs a label");
         }
-        if (manager == null) {
-            loop.seed();
-            manager = Fit.engine().newBaseManager(loop.device());
-            parameters = initialParameters();
+        ensureParameters();
+        long scoresBytes = (long) loader.batchSize() * heads * tokens.maxLength() * tokens.maxLength() * Float.BYTES;
+        if (!manager.getDevice().isGpu() && scoresBytes > GLIBC_MMAP_THRESHOLD_MAX
+                && "glibc".equals(dev.memfit.ProcessMemory.allocator()) && ALLOCATOR_NOTED.compareAndSet(false, true)) {
+            // measured (./memfit bench transformer): half of a step's time went to the page faults of tensors glibc
+            // maps and unmaps on every step (above its 32 MiB mmap threshold); the launcher preloads tcmalloc
+            loop.progress().note("native memory comes from glibc's malloc: PyTorch's CPU tensors above 32 MiB (here "
+                    + "the attention scores, " + dev.memfit.ProcessMemory.human(scoresBytes) + " a layer) are mapped and "
+                    + "unmapped on every step, which took half of a step's time in memfit's benchmark; start the JVM "
+                    + "with LD_PRELOAD=libtcmalloc_minimal.so.4 (Debian's libtcmalloc-minimal4; ./memfit train does) for "
+                    + "about twice the tokens/s");
         }
         epochParts.clear();
         epochTargets.clear();
@@ -132,8 +147,9 @@ public final class GeneTransformer implements Trainer {
                 @Override
                 public double backward(Batch batch, Fit.Step step) {
                     NDManager scope = step.batchScope();
-                    RankValueTokens.Tokens cells = tokens.tokenize(batch);
-                    Masked masked = mask(cells, batch.epoch(), batch.number());
+                    MaskedTokens masked = maskedTokens(batch);
+                    RankValueTokens.Tokens cells = masked.cells();
+                    tokensRead += (long) cells.cells() * cells.length();
                     NDArray hidden = encode(scope, masked.input(), cells.lengths());
                     int b = cells.cells();
                     NDArray total = scope.zeros(new Shape(), DataType.FLOAT32);
@@ -182,6 +198,16 @@ public final class GeneTransformer implements Trainer {
                     float scale = accumulation == 1 || step.samples() == stepSamples ? 1f
                             : stepSamples / (float) step.samples();
                     BlockTraining.step(adam, step.scope(), scale, parameters);
+                }
+
+                @Override
+                public String workUnit() {
+                    return "tokens";
+                }
+
+                @Override
+                public long workDone() {
+                    return tokensRead;
                 }
 
                 @Override
@@ -303,23 +329,49 @@ public final class GeneTransformer implements Trainer {
 
     /**
      * The parameters by name (PyTorch's names for the same layers), live: for inspection and for loading weights.
+     * Before the first fit they are the initial weights, drawn from the seed on the first call (the fit then starts
+     * from them).
      *
      * @return the float32 master weights
      */
     public Map<String, NDArray> parameters() {
         checkOpen();
-        return parameters == null ? Map.of() : java.util.Collections.unmodifiableMap(parameters);
+        ensureParameters();
+        return java.util.Collections.unmodifiableMap(parameters);
     }
 
-    /** The masked input: a share of each cell's gene tokens replaced by {@link RankValueTokens#MASK}. */
-    private record Masked(long[] input, long[] positions, long[] targets) {
+    private void ensureParameters() {
+        if (manager == null) {
+            loop.seed();
+            manager = Fit.engine().newBaseManager(loop.device());
+            parameters = initialParameters();
+        }
     }
 
     /**
-     * Picks {@code max(1, round(share x genes))} tokens of each cell with genes, from a generator seeded by the fit's
-     * seed, the epoch and the batch: the same batch masks the same tokens in a resumed run.
+     * A batch as the fit trains on it: its rank-value tokens and the masked input.
+     *
+     * @param cells the batch's tokens
+     * @param input the token ids, cell after cell ({@code cells x length}), with the masked tokens replaced by
+     *              {@link RankValueTokens#MASK}
+     * @param positions where the masked tokens are, as {@code cell x length + position}, in order
+     * @param targets the gene token each masked position held
      */
-    private Masked mask(RankValueTokens.Tokens cells, long epoch, long number) {
+    public record MaskedTokens(RankValueTokens.Tokens cells, long[] input, long[] positions, long[] targets) {
+    }
+
+    /**
+     * Tokenizes and masks a batch as the fit does: {@code max(1, round(share x genes))} tokens of each cell with genes
+     * are picked by a generator seeded by the fit's seed, the batch's epoch and number, so that the same batch masks
+     * the same tokens in a resumed run (and another framework can be fed the very same input).
+     *
+     * @param batch cells with the columns the tokenizer was fitted on
+     * @return the tokens and the masked input
+     */
+    public MaskedTokens maskedTokens(Batch batch) {
+        RankValueTokens.Tokens cells = tokens.tokenize(batch);
+        long epoch = batch.epoch();
+        long number = batch.number();
         long[] input = cells.ids().clone();
         int total = 0;
         for (int n : cells.lengths()) {
@@ -347,7 +399,7 @@ public final class GeneTransformer implements Trainer {
                 input[(int) at] = RankValueTokens.MASK;
             }
         }
-        return new Masked(input, positions, targets);
+        return new MaskedTokens(cells, input, positions, targets);
     }
 
     /** The tokens masked in a cell of {@code n} gene tokens: none without genes, else at least one. */
@@ -528,7 +580,7 @@ public final class GeneTransformer implements Trainer {
         private int dModel = 64;
         private int layers = 2;
         private int heads = 4;
-        private float maskShare = 0.15f;
+        private float maskShare = (float) DEFAULT_MASK_SHARE;
         private boolean bf16;
 
         private Builder() {

@@ -409,6 +409,15 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                 progress.note("training.precision bf16-mixed: this engine (DJL " + ai.djl.engine.Engine.getDjlVersion()
                         + ", PyTorch) cannot hold bfloat16 arrays; training in float32 (32-true) instead");
             }
+            // the model's memory, before it is allocated: said, with what to change when it does not fit
+            dev.memfit.memory.TransformerShape shape = new dev.memfit.memory.TransformerShape(tokens.vocabularySize(),
+                    tokenizer.maxLength(), model.dModel(), model.layers(), model.heads(),
+                    labels == null ? 0 : labels.names().size(), GeneTransformer.DEFAULT_MASK_SHARE);
+            int bytesPerValue = bf16 ? 2 : 4;
+            dev.memfit.memory.MemoryEstimate memory = dev.memfit.memory.MemoryEstimator.builder().setTransformer(shape)
+                    .optBatchSize(training.batchSize()).optPrecision(bytesPerValue).build().estimate();
+            progress.note(dev.memfit.memory.Advice.transformer(shape, training.batchSize(), training.accumulation(),
+                    bytesPerValue, dev.memfit.memory.Advice.Machine.current().availableRam(), GeneTransformer.bf16Supported()));
             GeneTransformer.Builder builder = GeneTransformer.builder().setTokens(tokens)
                     .optModel(model.dModel(), model.layers(), model.heads()).optBf16(bf16)
                     .optEpochs(training.epochs()).optGradientAccumulation(training.accumulation())
@@ -431,7 +440,7 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                 }
                 GeneTransformer transformer = builder.build();
                 try {
-                    return new Trained(this, transformer, tokens, labels, transformer.fit(loader));
+                    return new Trained(this, transformer, tokens, labels, memory, transformer.fit(loader));
                 } catch (RuntimeException e) {
                     transformer.close();
                     throw e;
@@ -447,10 +456,12 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
      * @param model the trained transformer, closed with this
      * @param tokens the tokenizer it was trained with
      * @param labels the classes of its cell-type head, or null for pretraining only
+     * @param memory the estimate of the model's memory at the config's batch and precision, made before it trained
+     *               ({@link dev.memfit.memory.MemoryEstimator#setTransformer}; on the CPU it is this process's memory)
      * @param fit the loop's record of the epochs
      */
     public record Trained(TrainConfig config, GeneTransformer model, RankValueTokens tokens, dev.memfit.sample.Labels labels,
-                          FitResult fit) implements AutoCloseable {
+                          dev.memfit.memory.MemoryEstimate memory, FitResult fit) implements AutoCloseable {
         @Override
         public void close() {
             model.close();

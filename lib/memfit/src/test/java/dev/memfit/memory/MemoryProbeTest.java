@@ -52,6 +52,28 @@ class MemoryProbeTest {
         assertEquals(-1, timeline.peak(MemorySample::device), "no device given: not measured");
     }
 
+    /** The C allocator's bytes in use (glibc's mallinfo2) follow a native allocation, and the probe keeps its peak. */
+    @Test
+    void theAllocatorsBytesInUseFollowANativeAllocation() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("glibc".equals(ProcessMemory.allocator()),
+                "malloc is " + ProcessMemory.allocator() + " here, not glibc's");
+        long size = 64L << 20;
+        long before = ProcessMemory.mallocInUse();
+        assertTrue(before > 0, "the JVM and its libraries hold malloc'd memory: " + before);
+        MemoryProbe probe = MemoryProbe.start("malloc", Duration.ofMillis(5));
+        try (ArraySource source = ArraySource.allocate("big", size / 4, new ai.djl.ndarray.types.Shape(1), DType.FLOAT32)) {
+            long during = ProcessMemory.mallocInUse();
+            // other tests' threads allocate and free meanwhile: a margin, not an equality
+            assertTrue(Math.abs(during - before - size) < size / 4, "in use grew by " + (during - before));
+            Thread.sleep(40);
+        }
+        Thread.sleep(20);
+        MemoryTimeline timeline = probe.stop();
+        assertTrue(probe.mallocPeakGrowth() >= size * 3 / 4, "peak growth " + probe.mallocPeakGrowth());
+        assertEquals(timeline.samples().size(), probe.mallocInUse().length, "one reading per sample");
+        assertTrue(ProcessMemory.mallocInUse() - before < size / 4, "freed: back near where it was");
+    }
+
     @Test
     void offHeapMemoryShowsOutsideTheHeapWhateverTheHeapDoes() {
         MemorySample before = MemoryProbe.now();

@@ -183,7 +183,12 @@ class FitTest {
         run(new Settings(3).optGradientAccumulation(2).optProgress(progress), Summing::new, new ArrayList<>());
         assertEquals(List.of("Summing, 12 batches"), progress.started, "3 epochs of 4 batches");
         assertEquals(12, progress.steps);
-        assertEquals(List.of("epoch 1 loss 5.500", "epoch 2 loss 5.500", "epoch 3 loss 5.500"), progress.messages);
+        // each epoch's loss, then its rate and the memory held
+        assertEquals(3, progress.messages.size(), progress.messages::toString);
+        for (int e = 0; e < 3; e++) {
+            assertTrue(progress.messages.get(e).matches("epoch " + (e + 1) + " loss 5\\.500 · [0-9.,kM]+ samples/s · RSS "
+                    + "[0-9.]+ [KMG]iB"), progress.messages.get(e));
+        }
         assertEquals(1, progress.closed);
     }
 

@@ -152,6 +152,26 @@ class GeneTransformerTest {
      * bf16-mixed where the engine cannot hold bfloat16 (DJL 0.35's PyTorch): the builder refuses it, the config's run
      * says it trains in float32 instead.
      */
+    /** The estimator's count of parameters is the model's, layer by layer, with and without the cell-type head. */
+    @Test
+    void theMemoryEstimateCountsTheParametersTheModelHas() {
+        RankValueTokens tokens;
+        try (Loader all = cells(240, Order.sequential())) {
+            tokens = RankValueTokens.fit(all, 0, 16, ProgressListener.silent());
+        }
+        for (int classes : new int[]{0, 3}) {
+            GeneTransformer.Builder builder = GeneTransformer.builder().setTokens(tokens).optModel(24, 3, 4);
+            if (classes > 0) {
+                builder.optLabels(types, classes);
+            }
+            try (GeneTransformer model = builder.build()) {
+                long counted = model.parameters().values().stream().mapToLong(ai.djl.ndarray.NDArray::size).sum();
+                assertEquals(counted, new dev.memfit.memory.TransformerShape(tokens.vocabularySize(), 16, 24, 3, 4, classes,
+                        GeneTransformer.DEFAULT_MASK_SHARE).parameters(), "classes " + classes);
+            }
+        }
+    }
+
     @Test
     void bf16IsRefusedWhereTheEngineCannotHoldIt() {
         RankValueTokens tokens;
