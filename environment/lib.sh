@@ -3,7 +3,7 @@
 
 MEMFIT_MIN_JAVA=25
 MEMFIT_APT_PACKAGES="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client \
-python3-numpy python3-h5py python3-mrcfile python3-anndata fontconfig fonts-dejavu-core libtcmalloc-minimal4"
+python3-numpy python3-h5py python3-mrcfile python3-anndata fontconfig fonts-dejavu-core libtcmalloc-minimal4 libdeflate0"
 
 memfit_die() {
     echo "memfit: $*" >&2
@@ -39,10 +39,15 @@ memfit_system_packages() {
     /usr/bin/python3 -c "import numpy, h5py, mrcfile, anndata" 2>/dev/null || missing+=(numpy/h5py/mrcfile/anndata)
     # grep without -q: with pipefail, an early exit of grep -q can fail fc-list with SIGPIPE.
     command -v fc-list >/dev/null 2>&1 && fc-list 2>/dev/null | grep -i dejavu >/dev/null || missing+=(fonts)
-    # the training commands' allocator (memfit_malloc): wanted, not needed, so only installed beside something needed
+    # wanted, not needed (so only installed beside something needed): the training commands' allocator
+    # (memfit_malloc), and libdeflate, which decodes gzip chunks about twice as fast as the JDK's zlib
     if [ ${#missing[@]} -eq 0 ] && ! ls /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4 >/dev/null 2>&1; then
         echo "memfit: note: Debian's libtcmalloc-minimal4 is not installed: training on the CPU runs slower with glibc's" \
             "allocator (apt-get install libtcmalloc-minimal4)" >&2
+    fi
+    if [ ${#missing[@]} -eq 0 ] && ! ls /usr/lib/*-linux-gnu/libdeflate.so.0 >/dev/null 2>&1; then
+        echo "memfit: note: Debian's libdeflate0 is not installed: gzip-compressed .h5ad and zarr chunks decode with" \
+            "the JDK's slower zlib (apt-get install libdeflate0)" >&2
     fi
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -182,25 +187,23 @@ LAUNCH
 JSON
 }
 
-# The GPU settings ./memfit gpu-setup recorded (PYTORCH_LIBRARY_PATH, PYTORCH_VERSION, PYTORCH_FLAVOR, DJL's engine
-# cache, the CUDA library folder), when there are any; MEMFIT_GPU=0 ignores them (DJL's CPU natives from the jars).
-# Training commands (train, bench) run with tcmalloc (Debian's libtcmalloc-minimal4) preloaded when it is installed:
-# PyTorch's CPU tensors above 32 MiB (a transformer's attention scores at batch 64 and 256 tokens are 64 MiB) come from
-# glibc's mmap and go back with munmap on every step, and the page faults of touching them again took half of a
-# training step's time here (`./memfit bench transformer`: 1.9x the tokens/s with tcmalloc; the torch baseline, a
-# child process, inherits the same allocator). MEMFIT_MALLOC=glibc turns it off.
+# The training commands (train, bench transformer) run with tcmalloc (Debian's libtcmalloc-minimal4) preloaded when
+# it is installed: PyTorch's CPU tensors above 32 MiB (a transformer's attention scores at batch 64 and 256 tokens are
+# 64 MiB) come from glibc's mmap and go back with munmap on every step, and the page faults of touching them again
+# took half of a training step's time here (`./memfit bench transformer`: 77.3k against 39.5k tokens/s; the torch
+# baseline, a child process, inherits the same allocator). Other commands keep glibc: their memory figures are
+# measured with it. MEMFIT_MALLOC=glibc turns it off.
 memfit_malloc() {
     [ "${MEMFIT_MALLOC:-tcmalloc}" = glibc ] && return 0
-    local lib
-    for lib in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4; do
-        if [ -f "$lib" ]; then
-            case ":${LD_PRELOAD:-}:" in *":$lib:"*) ;; *) export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" ;; esac
-            return 0
-        fi
-    done
+    local lib="/usr/lib/$(uname -m)-linux-gnu/libtcmalloc_minimal.so.4"
+    if [ -f "$lib" ]; then
+        case ":${LD_PRELOAD:-}:" in *":$lib:"*) ;; *) export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" ;; esac
+    fi
     return 0
 }
 
+# The GPU settings ./memfit gpu-setup recorded (PYTORCH_LIBRARY_PATH, PYTORCH_VERSION, PYTORCH_FLAVOR, DJL's engine
+# cache, the CUDA library folder), when there are any; MEMFIT_GPU=0 ignores them (DJL's CPU natives from the jars).
 memfit_gpu_env() {
     local env="${MEMFIT_GPU_DIR:-$MEMFIT_ROOT/build/gpu}/env.sh"
     if [ -f "$env" ] && [ "${MEMFIT_GPU:-1}" != 0 ]; then

@@ -39,12 +39,15 @@ class GeneTransformer(nn.Module):
     def forward(self, ids, lengths, positions):
         b, t = ids.shape
         x = self.token_embedding[ids] + self.position_embedding
-        padding = torch.arange(t).unsqueeze(0) >= lengths.unsqueeze(1)
+        # as memfit: a cell's padding is masked from its keys, except in a cell without genes, which attends to all of
+        # its (padding) tokens evenly and is pooled over all of them (no row of all -inf, no NaN)
+        padding = (torch.arange(t).unsqueeze(0) >= lengths.unsqueeze(1)) & (lengths > 0).unsqueeze(1)
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=padding)
         hidden = self.norm(x)
         genes = self.masked_gene_head(hidden.reshape(-1, hidden.shape[-1])[positions])
-        share = (~padding).float() / lengths.clamp(min=1).unsqueeze(1).float()
+        counted = torch.where(lengths > 0, lengths, torch.full_like(lengths, t))
+        share = (~padding).float() / counted.unsqueeze(1).float()
         pooled = (hidden * share.unsqueeze(2)).sum(1)
         return genes, self.cell_type_head(pooled)
 

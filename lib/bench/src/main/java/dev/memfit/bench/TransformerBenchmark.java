@@ -29,8 +29,8 @@ import java.util.Map;
  *
  * <p>memfit writes its initial weights and every batch's masked input, positions, targets and labels as {@code .npy}
  * files; the torch side ({@code environment/bench/transformer_torch.py}) loads them, so both start from one point and
- * see one input: their loss curves must agree to float tolerance (they differ only by the order of float operations
- * in two builds of PyTorch, and by where Adam adds its epsilon). memfit's time is its whole fit loop (loader, rank-value
+ * see one input: their first losses agree to float rounding, and later ones drift apart only as far as two builds
+ * of PyTorch summing in other orders (and Adam adding its epsilon elsewhere) take them; the result reports both. memfit's time is its whole fit loop (loader, rank-value
  * tokens, masks, forward, backward, Adam); torch's is forward, backward and Adam on batches already in tensors.
  */
 public final class TransformerBenchmark {
@@ -48,7 +48,8 @@ public final class TransformerBenchmark {
      * @param heads attention heads
      * @param batchSize cells per step
      * @param epochs passes (the first is reported apart, as warm-up)
-     * @param threads compute threads on both sides
+     * @param threads the torch side's compute threads (memfit's are the engine's, set before it starts: the CLI sets
+     *                {@code ai.djl.pytorch.num_threads} to the same number)
      * @param learningRate Adam's learning rate
      * @param baseline whether to run the torch side
      */
@@ -78,9 +79,10 @@ public final class TransformerBenchmark {
      * @param torchVersion the torch that ran, or empty
      * @param largestRelativeDifference the largest |memfit - torch| / torch over all steps (NaN without torch)
      * @param firstStepRelativeDifference the same at the first step, before any update
+     * @param noTorch why there is no torch row ("" when it ran or was not asked for)
      */
     public record Result(List<Row> rows, int stepsPerEpoch, long parameters, String torchVersion,
-                         double largestRelativeDifference, double firstStepRelativeDifference) {
+                         double largestRelativeDifference, double firstStepRelativeDifference, String noTorch) {
     }
 
     private TransformerBenchmark() {
@@ -97,6 +99,10 @@ public final class TransformerBenchmark {
         if (settings.cells() % settings.batchSize() != 0) {
             throw new IllegalArgumentException("--cells " + settings.cells() + " is not a multiple of --batch "
                     + settings.batchSize() + ": every step must have one shape on both sides");
+        }
+        if ((long) settings.epochs() * settings.cells() * settings.maxLength() > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("--epochs x --cells x --max-length is over 2^31 tokens: the batches handed "
+                    + "to torch are kept in one array; fewer epochs or cells");
         }
         Files.createDirectories(settings.directory());
         Path atlasFile = settings.directory().resolve("transformer-atlas-" + settings.cells() + "x" + settings.genes() + ".h5ad");
@@ -134,11 +140,16 @@ public final class TransformerBenchmark {
         String torchVersion = "";
         double largest = Double.NaN;
         double first = Double.NaN;
-        if (settings.baseline() && Baselines.pythonHas("torch")) {
+        String noTorch = "";
+        if (settings.baseline() && !Baselines.pythonHas("torch")) {
+            noTorch = "/usr/bin/python3 cannot import torch (apt-get install python3-torch)";
+        } else if (settings.baseline()) {
             JsonNode json = Baselines.json(List.of("/usr/bin/python3",
                     Baselines.sources().resolve("transformer_torch.py").toString(), exchange.toString(),
                     Integer.toString(settings.threads()), Double.toString(settings.learningRate())), 3600).orElse(null);
-            if (json != null) {
+            if (json == null) {
+                noTorch = "environment/bench/transformer_torch.py failed (run it by hand on " + exchange + " to see why)";
+            } else {
                 torchVersion = json.get("torch").asText();
                 Row torch = row("PyTorch " + torchVersion + " (nn.TransformerEncoderLayer)",
                         toArray(json.get("epoch_seconds")), toArray(json.get("step_losses")), settings);
@@ -152,7 +163,7 @@ public final class TransformerBenchmark {
                 first = Math.abs(ours[0] - theirs[0]) / Math.abs(theirs[0]);
             }
         }
-        return new Result(rows, stepsPerEpoch, parameterCount, torchVersion, largest, first);
+        return new Result(rows, stepsPerEpoch, parameterCount, torchVersion, largest, first, noTorch);
     }
 
     /**

@@ -27,19 +27,19 @@ final class BenchTransformer implements Callable<Integer> {
     private int vocabulary;
     @Option(names = "--max-length", defaultValue = "256", description = "tokens per cell (default ${DEFAULT-VALUE})")
     private int maxLength;
-    @Option(names = "--d-model", defaultValue = "64")
+    @Option(names = "--d-model", defaultValue = "64", description = "model width (default ${DEFAULT-VALUE})")
     private int dModel;
-    @Option(names = "--layers", defaultValue = "2")
+    @Option(names = "--layers", defaultValue = "2", description = "encoder layers (default ${DEFAULT-VALUE})")
     private int layers;
-    @Option(names = "--heads", defaultValue = "4")
+    @Option(names = "--heads", defaultValue = "4", description = "attention heads, dividing --d-model (default ${DEFAULT-VALUE})")
     private int heads;
-    @Option(names = "--batch", defaultValue = "64")
+    @Option(names = "--batch", defaultValue = "64", description = "cells a step (default ${DEFAULT-VALUE})")
     private int batch;
     @Option(names = "--epochs", defaultValue = "3", description = "passes; the first is warm-up (default ${DEFAULT-VALUE})")
     private int epochs;
     @Option(names = "--threads", defaultValue = "2", description = "PyTorch compute threads on both sides (default ${DEFAULT-VALUE})")
     private int threads;
-    @Option(names = "--lr", defaultValue = "0.001")
+    @Option(names = "--lr", defaultValue = "0.001", description = "Adam's learning rate, both sides (default ${DEFAULT-VALUE})")
     private double learningRate;
     @Option(names = "--no-baseline", description = "skip the torch side")
     private boolean noBaseline;
@@ -82,7 +82,7 @@ final class BenchTransformer implements Callable<Integer> {
                             + "(relative), at most %.2e over all %d steps%n", result.firstStepRelativeDifference(),
                     result.largestRelativeDifference(), result.rows().getFirst().stepLosses().length);
         } else if (!noBaseline) {
-            System.out.println("no torch side: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+            System.out.println("no torch side: " + result.noTorch());
         }
         return 0;
     }

@@ -330,10 +330,11 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
         }
         if (MemoryEstimator.transformerBytes(shape, smaller, bytesPerValue) <= room) {
             long steps = Math.ceilDiv(cellsPerStep, smaller);
-            text.append(String.format(Locale.ROOT, " Set training.batch_size=%d with accumulate_grad_batches=%d (%s; "
-                    + "%,d cells a step as before%s).", smaller, steps,
+            text.append(String.format(Locale.ROOT, " Set training.batch_size=%d with training.accumulate_grad_batches=%d "
+                    + "(%s; %s).", smaller, steps,
                     MemoryEstimator.human(MemoryEstimator.transformerBytes(shape, smaller, bytesPerValue)),
-                    smaller * steps, smaller * steps == cellsPerStep ? "" : ", rounded up"));
+                    smaller * steps == cellsPerStep ? String.format(Locale.ROOT, "the same %,d cells a step", cellsPerStep)
+                            : String.format(Locale.ROOT, "%,d cells a step where there were %,d", smaller * steps, cellsPerStep)));
         }
         long tokens = shape.maxLength();
         while (tokens > 1 && MemoryEstimator.transformerBytes(withLength(shape, tokens), batchSize, bytesPerValue) > room) {

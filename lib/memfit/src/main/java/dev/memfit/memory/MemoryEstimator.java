@@ -261,7 +261,7 @@ public final class MemoryEstimator {
                 (long) batchSize * transformer.backwardValuesPerCell() * bytesPerValue));
         parts.add(new MemoryEstimate.Component("token ids, masks and key padding (int64, float32)", device,
                 (long) batchSize * transformer.maxLength() * (8 + 8 + 4)));
-        parts.add(new MemoryEstimate.Component("the engine's working memory while it trains (measured: 21-32 MiB)",
+        parts.add(new MemoryEstimate.Component("what a fit allocates whatever its size (a constant fitted to measurements)",
                 device, TransformerShape.RUNTIME_BYTES));
     }
 
@@ -350,7 +350,7 @@ public final class MemoryEstimator {
         }
 
         /**
-         * Sets the data (required).
+         * Sets the data (required, but for a {@link #setTransformer transformer}'s estimate of the model alone).
          *
          * @param count the number of samples
          * @param bytesPerSample the bytes of one sample as batches hold it
@@ -389,6 +389,7 @@ public final class MemoryEstimator {
          * @return this builder
          */
         public Builder setModel(long parameterCount, long activationValuesPerSample) {
+            this.transformer = null;
             this.parameters = parameterCount;
             this.activationsPerSample = activationValuesPerSample;
             return this;

@@ -48,6 +48,8 @@ public final class MemoryProbe implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong mallocPeak = new java.util.concurrent.atomic.AtomicLong(mallocAtStart);
     /** The C allocator's bytes in use at each reading, in the order of {@link #samples}. */
     private final List<Long> mallocReadings = new ArrayList<>();
+    /** The readings as {@link #stop()} left them, aligned with its timeline; null while sampling. */
+    private long[] mallocFinal;
 
     private MemoryProbe(String name, Duration interval, Device device) {
         this.name = name;
@@ -115,6 +117,9 @@ public final class MemoryProbe implements AutoCloseable {
     private void sample() {
         // its own lock, not the probe's: stop() holds that while it waits for the timer's last reading
         synchronized (mallocReadings) {
+            if (mallocFinal != null) {
+                return;
+            }
             samples.add(read(elapsed(), device));
             long inUse = dev.memfit.ProcessMemory.mallocInUse();
             mallocReadings.add(inUse);
@@ -130,7 +135,7 @@ public final class MemoryProbe implements AutoCloseable {
      */
     public long[] mallocInUse() {
         synchronized (mallocReadings) {
-            return mallocReadings.stream().mapToLong(Long::longValue).toArray();
+            return mallocFinal != null ? mallocFinal.clone() : mallocReadings.stream().mapToLong(Long::longValue).toArray();
         }
     }
 
@@ -194,8 +199,13 @@ public final class MemoryProbe implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            sample();
-            result = new MemoryTimeline(name, List.copyOf(samples), List.copyOf(marks));
+            synchronized (mallocReadings) {
+                // the timer may still be finishing a reading (its wait above timed out): the last one and the copy of
+                // both lists happen under the readings' lock, and no reading is added after it
+                sample();
+                result = new MemoryTimeline(name, List.copyOf(samples), List.copyOf(marks));
+                mallocFinal = mallocReadings.stream().mapToLong(Long::longValue).toArray();
+            }
         }
         return result;
     }

@@ -30,12 +30,13 @@ public record TransformerShape(long vocabulary, long maxLength, long dModel, lon
     /** Copies of the heads x tokens² attention scores a layer holds per cell. */
     public static final int SCORE_COPIES = 4;
     /**
-     * What a fit allocates beside the model's arrays, whatever its size: the compute libraries' working memory (MKL's
-     * packing buffers, the autograd engine's) and the JVM compiling the loop while it warms up. Measured on DJL 0.35 /
-     * PyTorch 2.7.1 on the CPU as the C allocator's peak above the activations counted here: 21, 24 and 32 MiB at
-     * three sizes (d_model 32, 64 or 128 tokens, batch 64 or 128).
+     * What a fit allocates beside the model's arrays, whatever its size: a residual fitted to measurements, not
+     * derived. It covers the compute libraries' working memory (MKL's packing buffers, the autograd engine's), the JVM
+     * compiling the loop while it warms up, the loader's batch buffers and the tokens of a batch. Measured on DJL 0.35
+     * / PyTorch 2.7.1 on the CPU as the C allocator's peak above everything else counted here, at d_model 32 with
+     * 64 tokens and batch 64, 128 tokens and batch 64, and 64 tokens and batch 128: 21, 32 and 24 MiB.
      */
-    public static final long RUNTIME_BYTES = 24L << 20;
+    public static final long RUNTIME_BYTES = 20L << 20;
 
     /**
      * Checks the sizes.
@@ -89,12 +90,14 @@ public record TransformerShape(long vocabulary, long maxLength, long dModel, lon
     }
 
     /**
-     * The gradients the backward pass holds at once at its widest point, per cell: the scores' gradient and the one
-     * it becomes, for one layer, beside a layer's token x d_model gradients.
+     * The gradients the backward pass holds at once at its widest point, per cell: where it starts, the masked-gene
+     * head's (the logits' and the log-probabilities' over the vocabulary), or in a layer, the scores' gradient and the
+     * one it becomes beside the layer's token x d_model gradients, whichever is larger.
      *
      * @return values
      */
     public long backwardValuesPerCell() {
-        return 2 * heads * maxLength * maxLength + 8 * maxLength * dModel;
+        long masked = Math.max(1, Math.round(maskShare * maxLength));
+        return Math.max(2 * heads * maxLength * maxLength + 8 * maxLength * dModel, 2 * masked * vocabulary + masked * dModel);
     }
 }

@@ -197,11 +197,12 @@ final class Fit {
         return engine().defaultDevice();
     }
 
-    /** The device set on the builder, else the default one. */
+    /** Where the fit's notes and bar go. */
     ProgressListener progress() {
         return progress;
     }
 
+    /** The device set on the builder, else the default one. */
     Device device() {
         return device != null ? device : defaultDevice();
     }
@@ -350,6 +351,8 @@ final class Fit {
         private long sinceSamples;
         private long epochNanos = sinceNanos;
         private long epochWork;
+        /** Samples of the epoch under way that a resumed fit had done before it stopped: not this process's work. */
+        private long restoredSamples;
         private String lastLoss = "";
 
         BarStatus(ProgressListener.Task bar, Model model, Device device, Run run) {
@@ -360,6 +363,7 @@ final class Fit {
             this.sinceWork = model.workDone();
             this.epochWork = sinceWork;
             this.sinceSamples = run.samples;
+            this.restoredSamples = run.samples;
         }
 
         void during() {
@@ -377,7 +381,8 @@ final class Fit {
         void epochDone(EpochStats stats) {
             long now = System.nanoTime();
             bar.message(String.format(Locale.ROOT, "epoch %d loss %.4g", stats.epoch(), stats.loss()) + " · "
-                    + rate(now, epochNanos, model.workDone() - epochWork, stats.samples()) + " · " + memory());
+                    + rate(now, epochNanos, model.workDone() - epochWork, stats.samples() - restoredSamples) + " · " + memory());
+            restoredSamples = 0;
             lastLoss = String.format(Locale.ROOT, " · loss %.4g (epoch %d)", stats.loss(), stats.epoch());
             epochNanos = now;
             sinceNanos = now;

@@ -68,6 +68,8 @@ public final class GeneTransformer implements Trainer {
     /** Per epoch run here: how often each (position, gene) was a masked target, keyed position x vocabulary + id. */
     private final Map<Long, Map<Long, Long>> epochTargets = new TreeMap<>();
     private boolean closed;
+    /** Whether a fit has trained the weights (they exist from the first {@link #parameters()} call on, untrained). */
+    private boolean fitted;
     /** Tokens (cells x max_length, padding included: what the encoder computes on) of every batch trained on. */
     private long tokensRead;
     /** glibc's largest mmap threshold (64-bit): larger blocks are always mapped, and unmapped when freed. */
@@ -138,6 +140,7 @@ public final class GeneTransformer implements Trainer {
         }
         epochParts.clear();
         epochTargets.clear();
+        fitted = true;
         DenseAdam adam = new DenseAdam(learningRate, parameters);
         int accumulation = loop.accumulation();
         long stepSamples = (long) accumulation * loader.batchSize();
@@ -306,8 +309,8 @@ public final class GeneTransformer implements Trainer {
      */
     public int[] predict(Loader loader) {
         checkOpen();
-        if (manager == null || labels == null) {
-            throw new IllegalStateException(manager == null ? "fit the transformer before predicting"
+        if (!fitted || labels == null) {
+            throw new IllegalStateException(!fitted ? "fit the transformer before predicting"
                     : "the transformer was built without labels: it has no cell-type head");
         }
         int[] predictions = new int[Math.toIntExact(loader.samples())];

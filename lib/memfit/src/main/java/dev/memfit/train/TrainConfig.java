@@ -417,7 +417,7 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
             dev.memfit.memory.MemoryEstimate memory = dev.memfit.memory.MemoryEstimator.builder().setTransformer(shape)
                     .optBatchSize(training.batchSize()).optPrecision(bytesPerValue).build().estimate();
             progress.note(dev.memfit.memory.Advice.transformer(shape, training.batchSize(), training.accumulation(),
-                    bytesPerValue, dev.memfit.memory.Advice.Machine.current().availableRam(), GeneTransformer.bf16Supported()));
+                    bytesPerValue, modelMemory(), GeneTransformer.bf16Supported()));
             GeneTransformer.Builder builder = GeneTransformer.builder().setTokens(tokens)
                     .optModel(model.dModel(), model.layers(), model.heads()).optBf16(bf16)
                     .optEpochs(training.epochs()).optGradientAccumulation(training.accumulation())
@@ -447,6 +447,15 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
                 }
             }
         }
+    }
+
+    /** The memory the model may take: a GPU's when training runs on one (the trainers' default there), else the RAM left. */
+    private static long modelMemory() {
+        ai.djl.Device device = Fit.engine().defaultDevice();
+        if (device.isGpu()) {
+            return ai.djl.util.cuda.CudaUtils.getGpuMemory(device).getMax();
+        }
+        return dev.memfit.memory.Advice.Machine.current().availableRam();
     }
 
     /**

@@ -46,8 +46,8 @@ class TransformerMemoryTest {
         long room = MemoryEstimator.transformerBytes(SEED, 32, 4) + (1L << 20);
         String text = Advice.transformer(SEED, 256, 2, 4, (long) (room / Advice.DEVICE_SHARE) + 1, false);
         assertTrue(text.contains("does not fit"), text);
-        assertTrue(text.contains("training.batch_size=32 with accumulate_grad_batches=16"), text);
-        assertTrue(text.contains("512 cells a step as before"), text);
+        assertTrue(text.contains("training.batch_size=32 with training.accumulate_grad_batches=16"), text);
+        assertTrue(text.contains("the same 512 cells a step"), text);
         assertTrue(text.contains("tokenizer.max_length="), text);
         assertTrue(text.contains("this engine cannot train in bfloat16"), text);
         String hopeless = Advice.transformer(SEED, 256, 1, 4, 1L << 20, true);

@@ -148,10 +148,6 @@ class GeneTransformerTest {
         }
     }
 
-    /**
-     * bf16-mixed where the engine cannot hold bfloat16 (DJL 0.35's PyTorch): the builder refuses it, the config's run
-     * says it trains in float32 instead.
-     */
     /** The estimator's count of parameters is the model's, layer by layer, with and without the cell-type head. */
     @Test
     void theMemoryEstimateCountsTheParametersTheModelHas() {
@@ -172,6 +168,10 @@ class GeneTransformerTest {
         }
     }
 
+    /**
+     * bf16-mixed where the engine cannot hold bfloat16 (DJL 0.35's PyTorch): the builder refuses it, the config's run
+     * says it trains in float32 instead.
+     */
     @Test
     void bf16IsRefusedWhereTheEngineCannotHoldIt() {
         RankValueTokens tokens;

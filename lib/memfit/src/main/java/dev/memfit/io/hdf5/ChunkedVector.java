@@ -39,7 +39,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.zip.DataFormatException;
-import java.util.zip.Inflater;
 
 /**
  * A one- or two-dimensional chunked HDF5 dataset read without jhdf on the read path: a 1-D one by element ranges
@@ -69,8 +68,6 @@ final class ChunkedVector {
      */
     static final long MOST_EXPANSION = 1032;
 
-    /** One Inflater per reader thread: they hold native zlib state, so they are reused rather than made per chunk. */
-    private static final ThreadLocal<Inflater> INFLATER = ThreadLocal.withInitial(Inflater::new);
 
     private final Path file;
     private final String name;
@@ -579,7 +576,7 @@ final class ChunkedVector {
             MemorySegment input = current == null ? stored : MemorySegment.ofArray(current);
             try {
                 current = switch (filter.getId()) {
-                    case DEFLATE -> inflate(input, expectedSize(k, i));
+                    case DEFLATE -> dev.memfit.io.Zlib.inflate(input, expectedSize(k, i));
                     case SHUFFLE -> unshuffle(input.toArray(ValueLayout.JAVA_BYTE), filter.getData().length > 0 ? filter.getData()[0] : elementSize);
                     case FLETCHER32 -> fletcher32(input);
                     default -> {
@@ -674,33 +671,6 @@ final class ChunkedVector {
             }
         }
         return size;
-    }
-
-    private byte[] inflate(MemorySegment input, int size) throws DataFormatException {
-        Inflater inflater = INFLATER.get();
-        inflater.reset();
-        inflater.setInput(input.asByteBuffer());
-        // the output grows with what the stream really gives, from what typical data (under 64:1) needs: a damaged
-        // stream fails before a buffer of the claimed size is allocated for it
-        byte[] out = new byte[(int) Math.min(size, input.byteSize() * 64 + 4096)];
-        ByteBuffer target = ByteBuffer.wrap(out);
-        while (!inflater.finished()) {
-            if (!target.hasRemaining()) {
-                if (out.length == size) {
-                    break;
-                }
-                out = Arrays.copyOf(out, (int) Math.min(size, 2L * out.length));
-                target = ByteBuffer.wrap(out).position(target.position());
-            }
-            if (inflater.inflate(target) == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
-                break;
-            }
-        }
-        if (!inflater.finished() || target.position() != size) {
-            throw new DataFormatException("deflate stream of " + input.byteSize() + " bytes gave " + target.position()
-                    + " bytes" + (inflater.finished() ? "" : " and did not end") + ", expected " + size);
-        }
-        return out;
     }
 
     /** HDF5 shuffle: byte plane b holds byte b of every element; trailing {@code length % size} bytes are verbatim. */

@@ -56,6 +56,15 @@ final class Codecs {
 
         @Override
         public byte[] decode(byte[] in, int expected) {
+            if (expected >= 0) {
+                // the size is known: one call to libdeflate where the system has it
+                try {
+                    return dev.memfit.io.Zlib.inflate(java.lang.foreign.MemorySegment.ofArray(in), expected);
+                } catch (DataFormatException e) {
+                    throw new Corrupt("a zlib stream that does not decode to the chunk's " + expected + " bytes ("
+                            + e.getMessage() + ")", e);
+                }
+            }
             Inflater inflater = INFLATER.get();
             inflater.reset();
             inflater.setInput(in);
