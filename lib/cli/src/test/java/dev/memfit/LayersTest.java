@@ -36,6 +36,7 @@ class LayersTest {
     static final List<String> LAYERS = List.of(
             "dev.memfit",               // exceptions, DType, the native-memory ledger, pinned memory, parameters, progress
             "dev.memfit.io.storage",    // bytes of files: positional, mapped, page cache, atomic writes
+            "dev.memfit.io.codec",      // decoders of compressed chunks shared by the formats (zlib through libdeflate)
             "dev.memfit.io.cloud",      // objects in s3:// and gs:// buckets through a verified local cache
             "dev.memfit.io.anndata",    // AnnData read out of core whatever holds it; FrameColumn, CscTranspose
             "dev.memfit.io.npy",

@@ -601,7 +601,7 @@ final class ChunkedVector {
             MemorySegment input = current == null ? stored : MemorySegment.ofArray(current);
             try {
                 current = switch (filter.getId()) {
-                    case DEFLATE -> dev.memfit.io.Zlib.inflate(input, expectedSize(k, i));
+                    case DEFLATE -> dev.memfit.io.codec.Zlib.inflate(input, expectedSize(k, i));
                     case SHUFFLE -> unshuffle(input.toArray(ValueLayout.JAVA_BYTE), filter.getData().length > 0 ? filter.getData()[0] : elementSize);
                     case FLETCHER32 -> fletcher32(input);
                     default -> {

@@ -59,7 +59,7 @@ final class Codecs {
             if (expected >= 0) {
                 // the size is known: one call to libdeflate where the system has it
                 try {
-                    return dev.memfit.io.Zlib.inflate(java.lang.foreign.MemorySegment.ofArray(in), expected);
+                    return dev.memfit.io.codec.Zlib.inflate(java.lang.foreign.MemorySegment.ofArray(in), expected);
                 } catch (DataFormatException e) {
                     throw new Corrupt("a zlib stream that does not decode to the chunk's " + expected + " bytes ("
                             + e.getMessage() + ")", e);

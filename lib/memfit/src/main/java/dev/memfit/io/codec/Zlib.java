@@ -1,4 +1,4 @@
-package dev.memfit.io;
+package dev.memfit.io.codec;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

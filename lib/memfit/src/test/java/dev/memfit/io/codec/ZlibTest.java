@@ -1,4 +1,4 @@
-package dev.memfit.io;
+package dev.memfit.io.codec;
 
 import dev.memfit.PythonPeer;
 import org.junit.jupiter.api.Test;
