@@ -466,7 +466,7 @@ public record TrainConfig(Path file, Data data, Training training, Model model, 
      * @param tokens the tokenizer it was trained with
      * @param labels the classes of its cell-type head, or null for pretraining only
      * @param memory the estimate of the model's memory at the config's batch and precision, made before it trained
-     *               ({@link dev.memfit.memory.MemoryEstimator#setTransformer}; on the CPU it is this process's memory)
+     *               ({@link dev.memfit.memory.MemoryEstimator.Builder#setTransformer}; on the CPU it is this process's memory)
      * @param fit the loop's record of the epochs
      */
     public record Trained(TrainConfig config, GeneTransformer model, RankValueTokens tokens, dev.memfit.sample.Labels labels,
