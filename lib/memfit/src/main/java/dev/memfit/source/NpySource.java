@@ -97,7 +97,7 @@ public final class NpySource implements SampleSource {
                 checkIndex(index);
             }
             if (contiguous) {
-                MemorySegment.copy(data, index * rowBytes, into, i * rowBytes, rowBytes);
+                dev.memfit.NativeCopy.copy(data, index * rowBytes, into, i * rowBytes, rowBytes);
             } else {
                 array.copyRows(index, 1, into, i * rowBytes);
             }
