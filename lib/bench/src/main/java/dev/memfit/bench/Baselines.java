@@ -29,6 +29,21 @@ final class Baselines {
         return root.resolve("environment/bench");
     }
 
+    /** A JSON array of numbers a baseline printed, as doubles. */
+    static double[] doubles(JsonNode node) {
+        double[] values = new double[node.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = node.get(i).asDouble();
+        }
+        return values;
+    }
+
+    /** The mean of the epochs after the first (the first warms up), or the only one. */
+    static double laterMean(double[] epochSeconds) {
+        return epochSeconds.length > 1 ? java.util.Arrays.stream(epochSeconds, 1, epochSeconds.length).average().orElseThrow()
+                : epochSeconds[0];
+    }
+
     static boolean pythonHas(String module) {
         return run(List.of("/usr/bin/python3", "-c", "import " + module), 60).isPresent();
     }

@@ -19,7 +19,6 @@ import dev.memfit.train.TopicModel;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
@@ -156,22 +155,10 @@ public final class GpuBenchmark {
     }
 
     private static TrainRow row(String method, long documents, int terms, int batch, JsonNode json) {
-        double[] seconds = toArray(json.get("epoch_seconds"));
-        double[] losses = toArray(json.get("losses"));
+        double[] seconds = Baselines.doubles(json.get("epoch_seconds"));
+        double[] losses = Baselines.doubles(json.get("losses"));
         return new TrainRow(method, documents, terms, batch, json.get("steps_per_epoch").asLong(), seconds[0],
-                later(seconds), losses[losses.length - 1]);
-    }
-
-    private static double later(double[] seconds) {
-        return seconds.length > 1 ? Arrays.stream(seconds, 1, seconds.length).average().orElse(0) : seconds[0];
-    }
-
-    private static double[] toArray(JsonNode node) {
-        double[] values = new double[node.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = node.get(i).asDouble();
-        }
-        return values;
+                Baselines.laterMean(seconds), losses[losses.length - 1]);
     }
 
     /** The median rate of copying loader batches (shuffled rows gathered off-heap) to the device. */
@@ -219,7 +206,7 @@ public final class GpuBenchmark {
             String how = pinnedBytes > 0 ? "pinned" : pinned ? "pageable (nothing could be pinned)" : "pageable";
             return new TrainRow("memfit, " + how + " batches", counts.size(),
                     Math.toIntExact(counts.sampleShape().size()), batch, loader.batchesPerEpoch(), seconds[0],
-                    later(seconds), fit.losses()[fit.losses().length - 1]);
+                    Baselines.laterMean(seconds), fit.losses()[fit.losses().length - 1]);
         }
     }
 

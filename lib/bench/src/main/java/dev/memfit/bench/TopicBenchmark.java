@@ -12,7 +12,6 @@ import dev.memfit.train.TopicModel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -90,8 +89,8 @@ public final class TopicBenchmark {
                         Integer.toString(settings.epochs()), Integer.toString(settings.threads()),
                         Double.toString(settings.learningRate())), 3600).orElse(null);
                 if (json != null) {
-                    double[] seconds = toArray(json.get("epoch_seconds"));
-                    double[] losses = toArray(json.get("losses"));
+                    double[] seconds = Baselines.doubles(json.get("epoch_seconds"));
+                    double[] losses = Baselines.doubles(json.get("losses"));
                     rows.add(summarize("tinytopics loop (torch)", batch, seconds, losses));
                 }
             }
@@ -99,16 +98,8 @@ public final class TopicBenchmark {
         return rows;
     }
 
-    private static double[] toArray(JsonNode node) {
-        double[] values = new double[node.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = node.get(i).asDouble();
-        }
-        return values;
-    }
-
     private static Row summarize(String method, int batch, double[] seconds, double[] losses) {
-        double later = seconds.length > 1 ? Arrays.stream(seconds, 1, seconds.length).average().orElse(0) : seconds[0];
+        double later = Baselines.laterMean(seconds);
         return new Row(method, batch, seconds[0], later, losses[losses.length - 1]);
     }
 }

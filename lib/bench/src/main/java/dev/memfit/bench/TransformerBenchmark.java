@@ -110,7 +110,7 @@ public final class TransformerBenchmark {
                 .optSeed(7).write(atlasFile);
         int classes = Arrays.stream(atlas.labels()).max().orElse(0) + 1;
         Path exchange = settings.directory().resolve("transformer-exchange");
-        deleteTree(exchange);
+        dev.memfit.io.storage.Folders.deleteTree(exchange);
         Files.createDirectories(exchange.resolve("weights"));
         RankValueTokens tokens;
         try (Loader cells = Datasets.h5ad(atlasFile).optSparseBatches(true).optBatchSize(1024).build()) {
@@ -152,7 +152,7 @@ public final class TransformerBenchmark {
             } else {
                 torchVersion = json.get("torch").asText();
                 Row torch = row("PyTorch " + torchVersion + " (nn.TransformerEncoderLayer)",
-                        toArray(json.get("epoch_seconds")), toArray(json.get("step_losses")), settings);
+                        Baselines.doubles(json.get("epoch_seconds")), Baselines.doubles(json.get("step_losses")), settings);
                 rows.add(torch);
                 double[] ours = rows.getFirst().stepLosses();
                 double[] theirs = torch.stepLosses();
@@ -226,28 +226,8 @@ public final class TransformerBenchmark {
     }
 
     private static Row row(String method, double[] epochSeconds, double[] losses, Settings settings) {
-        double later = epochSeconds.length > 1
-                ? Arrays.stream(epochSeconds, 1, epochSeconds.length).average().orElse(Double.NaN) : epochSeconds[0];
+        double later = Baselines.laterMean(epochSeconds);
         double tokensPerEpoch = (double) settings.cells() * settings.maxLength();
         return new Row(method, epochSeconds[0], later, tokensPerEpoch / later, losses);
-    }
-
-    private static double[] toArray(JsonNode node) {
-        double[] values = new double[node.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = node.get(i).asDouble();
-        }
-        return values;
-    }
-
-    private static void deleteTree(Path folder) throws IOException {
-        if (!Files.exists(folder)) {
-            return;
-        }
-        try (var paths = Files.walk(folder)) {
-            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
-        }
     }
 }

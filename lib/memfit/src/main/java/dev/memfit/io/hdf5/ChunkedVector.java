@@ -483,7 +483,7 @@ final class ChunkedVector {
             MemorySegment.copy(from, ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(order), fromOffset, into,
                     ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset, n);
         } else if (stored == DType.FLOAT64 || stored == DType.FLOAT32) {
-            widenOrNarrow(from, fromOffset, stored, order, into, intoOffset, n);
+            DType.convertFloats(from, fromOffset, stored, order, into, intoOffset, n);
         } else if (stored == DType.INT32 || stored == DType.INT64) {
             // count matrices stored as integers (int64 exactly up to 2^53 in float64)
             ValueLayout.OfInt narrow = ValueLayout.JAVA_INT_UNALIGNED.withOrder(order);
@@ -507,41 +507,6 @@ final class ChunkedVector {
                 } else {
                     into.set(ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset + (long) i * Float.BYTES, (float) value);
                 }
-            }
-        }
-    }
-
-    /** Elements converted per block by {@link #widenOrNarrow}: the block's arrays stay in the L1/L2 cache. */
-    private static final int CONVERT_BLOCK = 4096;
-    private static final ThreadLocal<float[]> FLOATS = ThreadLocal.withInitial(() -> new float[CONVERT_BLOCK]);
-    private static final ThreadLocal<double[]> DOUBLES = ThreadLocal.withInitial(() -> new double[CONVERT_BLOCK]);
-
-    /**
-     * float32 to float64 or float64 to float32, a block at a time: bulk copies in and out of plain arrays and the
-     * conversion between them. Converting element by element through segment accessors re-checked the segments'
-     * bounds and liveness at every element (a mapped file's shared arena); half of {@code inspect}'s time went there.
-     */
-    private static void widenOrNarrow(MemorySegment from, long fromOffset, DType stored, ByteOrder order,
-                                      MemorySegment into, long intoOffset, int n) {
-        float[] floats = FLOATS.get();
-        double[] doubles = DOUBLES.get();
-        boolean widen = stored == DType.FLOAT32;
-        for (int done = 0; done < n; done += CONVERT_BLOCK) {
-            int m = Math.min(CONVERT_BLOCK, n - done);
-            if (widen) {
-                MemorySegment.copy(from, ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(order), fromOffset + (long) done * Float.BYTES,
-                        floats, 0, m);
-                for (int i = 0; i < m; i++) {
-                    doubles[i] = floats[i];
-                }
-                MemorySegment.copy(doubles, 0, into, ValueLayout.JAVA_DOUBLE_UNALIGNED, intoOffset + (long) done * Double.BYTES, m);
-            } else {
-                MemorySegment.copy(from, ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(order), fromOffset + (long) done * Double.BYTES,
-                        doubles, 0, m);
-                for (int i = 0; i < m; i++) {
-                    floats[i] = (float) doubles[i];
-                }
-                MemorySegment.copy(floats, 0, into, ValueLayout.JAVA_FLOAT_UNALIGNED, intoOffset + (long) done * Float.BYTES, m);
             }
         }
     }

@@ -27,12 +27,21 @@ class ZlibTest {
 
     /** Runs a case through each decoder this machine has. */
     private static void bothDecoders(ThrowingRunnable check) throws Exception {
+        for (String mode : new String[]{"default", "jdk"}) {
+            withMode(mode, check);
+        }
+    }
+
+    /** Runs a case with {@code memfit.zlib} set to a mode, then puts the property back as it was. */
+    private static void withMode(String mode, ThrowingRunnable check) throws Exception {
         String before = System.getProperty("memfit.zlib");
         try {
-            for (String mode : new String[]{"default", "jdk"}) {
+            if (mode == null) {
+                System.clearProperty("memfit.zlib");
+            } else {
                 System.setProperty("memfit.zlib", mode);
-                check.run();
             }
+            check.run();
         } finally {
             if (before == null) {
                 System.clearProperty("memfit.zlib");
@@ -51,19 +60,8 @@ class ZlibTest {
         boolean installed = Files.exists(Path.of("/usr/lib/x86_64-linux-gnu/libdeflate.so.0"))
                 || Files.exists(Path.of("/usr/lib/aarch64-linux-gnu/libdeflate.so.0"));
         org.junit.jupiter.api.Assumptions.assumeTrue(installed, "no libdeflate0 on this machine");
-        String before = System.getProperty("memfit.zlib");
-        try {
-            System.clearProperty("memfit.zlib");
-            assertEquals("libdeflate", Zlib.implementation(), "bound to the system's libdeflate");
-            System.setProperty("memfit.zlib", "jdk");
-            assertEquals("java.util.zip", Zlib.implementation());
-        } finally {
-            if (before == null) {
-                System.clearProperty("memfit.zlib");
-            } else {
-                System.setProperty("memfit.zlib", before);
-            }
-        }
+        withMode(null, () -> assertEquals("libdeflate", Zlib.implementation(), "bound to the system's libdeflate"));
+        withMode("jdk", () -> assertEquals("java.util.zip", Zlib.implementation()));
     }
 
     @Test
