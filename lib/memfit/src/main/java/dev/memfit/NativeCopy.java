@@ -22,6 +22,12 @@ public final class NativeCopy {
             .map(address -> Linker.nativeLinker().downcallHandle(address, FunctionDescriptor.of(ValueLayout.ADDRESS,
                     ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), Linker.Option.critical(false)))
             .orElse(null);
+    private static final MethodHandle MEMSET = Linker.nativeLinker().defaultLookup().find("memset")
+            .map(address -> Linker.nativeLinker().downcallHandle(address, FunctionDescriptor.of(ValueLayout.ADDRESS,
+                    ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), Linker.Option.critical(false)))
+            .orElse(null);
+    /** Read once, not at every row. */
+    private static final boolean JDK_ONLY = "jdk".equals(System.getProperty("memfit.copy"));
 
     private NativeCopy() {
     }
@@ -37,8 +43,7 @@ public final class NativeCopy {
      * @throws IndexOutOfBoundsException when a range is outside its segment
      */
     public static void copy(MemorySegment from, long fromOffset, MemorySegment to, long toOffset, long bytes) {
-        if (MEMCPY == null || !from.isNative() || !to.isNative() || to.isReadOnly()
-                || "jdk".equals(System.getProperty("memfit.copy"))) {
+        if (MEMCPY == null || JDK_ONLY || !from.isNative() || !to.isNative() || to.isReadOnly()) {
             MemorySegment.copy(from, fromOffset, to, toOffset, bytes);
             return;
         }
@@ -50,6 +55,29 @@ public final class NativeCopy {
             throw e;
         } catch (Throwable e) {
             throw new IllegalStateException("memcpy failed", e);
+        }
+    }
+
+    /**
+     * Sets {@code bytes} bytes to zero.
+     *
+     * @param segment where
+     * @param offset the first byte
+     * @param bytes how many
+     * @throws IndexOutOfBoundsException when the range is outside the segment
+     */
+    public static void zero(MemorySegment segment, long offset, long bytes) {
+        MemorySegment target = segment.asSlice(offset, bytes);
+        if (MEMSET == null || JDK_ONLY || !segment.isNative() || segment.isReadOnly()) {
+            target.fill((byte) 0);
+            return;
+        }
+        try {
+            MemorySegment ignored = (MemorySegment) MEMSET.invokeExact(target, 0, bytes);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException("memset failed", e);
         }
     }
 }

@@ -32,10 +32,11 @@ import java.util.function.Supplier;
  *   <li>warm epoch in file order from the filled cache vs the same epoch from the local file, both through
  *       {@code Datasets.npy(..).lazy(threads)} (target: at least 0.9x the local speed);</li>
  *   <li>cold epoch (empty cache, shuffled order) through the simulated link with parallel range requests vs the link's
- *       bandwidth (target: at least 0.8x);</li>
+ *       bandwidth (target: at least 0.9x);</li>
  *   <li>random batches from the filled cache vs the memory-mapped local loader {@code Datasets.npy(file).mapped()}:
  *       the object staged in the cache and mapped there, {@code Datasets.npy(uri).mapped()} (target: within 10%, that
- *       is at least 0.9x); and, reported without a target, block access ({@code lazy}) from the filled cache vs the
+ *       is at least 0.9x), epochs of loaders opened once, and the opening (which checks the whole staged copy)
+ *       reported apart without a target; and, reported without a target, block access ({@code lazy}) from the filled cache vs the
  *       same loader on the local file.</li>
  * </ol>
  * Warm figures are the best of several epochs of each side, the sides alternating, so that a noisy neighbour on a
@@ -153,7 +154,7 @@ public final class CloudBenchmark {
             double linkSeconds = (double) cold.bytesDownloaded() / s.bytesPerSecond();
             result.add(new Row("cold epoch (shuffled) vs the link", "cache over the " + link.describe(), coldSeconds,
                     "the link's bandwidth", linkSeconds, cold.bytesDownloaded() / 1048576.0 / coldSeconds,
-                    linkSeconds / coldSeconds, 0.8));
+                    linkSeconds / coldSeconds, 0.9));
 
             // the ceiling of this machine: the same bytes as plain parallel range GETs through the same link (no
             // cache, no loader); the S3 server, the link's relay and the client share the machine's cores
@@ -186,7 +187,12 @@ public final class CloudBenchmark {
                         .optBatchSize(s.batchSize()).optShuffle(s.seed());
                 Supplier<LoaderBuilder> mappedRandom = () -> Datasets.npy(file).mapped().optBatchSize(s.batchSize())
                         .optShuffle(s.seed());
-                double[] random = best(s.epochs(), stagedRandom, mappedRandom);
+                // opening checks the whole staged copy (the CRC32C of each piece) before a mapping may read it: paid
+                // once per loader, so timed apart from the epochs, which run on loaders opened once
+                double[] open = bestOpen(s.epochs(), stagedRandom, mappedRandom);
+                result.add(new Row("opening: staged copy checked vs local file", "mapped() staged, CRC32C of every piece",
+                        open[0], "mapped() local file", open[1], dataBytes / 1048576.0 / open[0], open[1] / open[0], 0));
+                double[] random = bestOpened(s.epochs(), stagedRandom, mappedRandom);
                 result.add(new Row("random batches, fully cached vs mapped", "mapped() staged in the cache",
                         random[0], "mapped() local file", random[1], dataBytes / 1048576.0 / random[0],
                         random[1] / random[0], 0.9));
@@ -251,6 +257,47 @@ public final class CloudBenchmark {
             bestReference = Math.min(bestReference, epoch(reference, e));
         }
         return new double[]{bestCached, bestReference};
+    }
+
+    /** The best seconds to build (open) each side's loader, the sides alternating. */
+    private static double[] bestOpen(int epochs, Supplier<LoaderBuilder> cached, Supplier<LoaderBuilder> reference) {
+        double[] best = {Double.MAX_VALUE, Double.MAX_VALUE};
+        for (int e = 0; e < Math.max(1, epochs); e++) {
+            List<Supplier<LoaderBuilder>> sides = List.of(cached, reference);
+            for (int side = 0; side < 2; side++) {
+                long start = System.nanoTime();
+                try (Loader ignored = sides.get(side).get().build()) {
+                    best[side] = Math.min(best[side], (System.nanoTime() - start) / 1e9);
+                }
+            }
+        }
+        return best;
+    }
+
+    /** The best epoch of each side, both loaders opened once (not timed) and their epochs alternating. */
+    private static double[] bestOpened(int epochs, Supplier<LoaderBuilder> cached, Supplier<LoaderBuilder> reference) {
+        double[] best = {Double.MAX_VALUE, Double.MAX_VALUE};
+        try (Loader cachedLoader = cached.get().build(); Loader referenceLoader = reference.get().build()) {
+            for (int e = 0; e < Math.max(1, epochs); e++) {
+                best[0] = Math.min(best[0], epochOf(cachedLoader, e));
+                best[1] = Math.min(best[1], epochOf(referenceLoader, e));
+            }
+        }
+        return best;
+    }
+
+    /** Seconds to read one epoch of an open loader, touching every batch so the reads cannot be skipped. */
+    private static double epochOf(Loader loader, int epoch) {
+        long sink = 0;
+        long start = System.nanoTime();
+        for (Batch batch : loader.epoch(epoch)) {
+            sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        if (sink == Long.MIN_VALUE) {
+            System.out.print("");
+        }
+        return seconds;
     }
 
     /** Seconds to build a loader and read one epoch, touching every batch so the reads cannot be skipped. */

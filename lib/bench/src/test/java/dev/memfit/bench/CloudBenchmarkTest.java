@@ -23,14 +23,16 @@ class CloudBenchmarkTest {
                 1 << 20, 4, Duration.ofMillis(1), 400L << 20, 1, 3));
         List<CloudBenchmark.Row> rows = result.rows();
         assertEquals(List.of("cold epoch (shuffled) vs the link", "plain parallel GETs vs the link (this machine's ceiling)",
-                "warm epoch (file order) vs local file", "random batches, fully cached vs mapped",
+                "warm epoch (file order) vs local file", "opening: staged copy checked vs local file",
+                "random batches, fully cached vs mapped",
                 "random batches in blocks, fully cached vs local"), rows.stream().map(CloudBenchmark.Row::measure).toList());
         for (CloudBenchmark.Row row : rows) {
             assertTrue(Double.isFinite(row.ratio()) && row.ratio() > 0, row.toString());
         }
         // the staged object and the local file are read by the same mapped reader
-        assertEquals("mapped() staged in the cache", rows.get(3).memfit());
-        assertEquals("mapped() local file", rows.get(3).reference());
+        assertEquals("mapped() staged in the cache", rows.get(4).memfit());
+        assertEquals("mapped() local file", rows.get(4).reference());
+        assertEquals(0, rows.get(3).target(), "the opening is reported, without a target");
         long downloaded = result.cold().bytesDownloaded();
         // the header's read (up to 64 KiB, read directly while block 0 is not cached) comes on top of the blocks
         assertTrue(downloaded > result.dataBytes() && downloaded <= result.dataBytes() + (64 << 10),

@@ -28,9 +28,6 @@ import dev.memfit.source.SparseRows;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.FutureTask;
-import java.util.concurrent.Callable;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -42,10 +39,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * instead of waiting for a reader to pick it up, and while a reader is still on it, the caller reads the next batches
  * nobody has started. A consumer that would otherwise sit idle adds its thread to the readers (with {@code threads == 0}
  * it is the only one); a consumer busy training finds its batches ready and never reads.
+ *
+ * <p>Batches in parts: when the source reads from memory ({@link SampleSource#readsFromMemory}) and the batch needs no
+ * conversion, a batch is cut into runs of rows that the readers and the caller claim one at a time, all working on the
+ * oldest batch first. Handing whole batches to threads made the consumer wait for the one batch a slower thread still
+ * held while the others filled buffers ahead; in parts, the batch asked for gets every thread.
  */
 final class RandomAccessPipeline implements Loader.Pipeline {
 
     private static final AtomicInteger POOL_ID = new AtomicInteger();
+    private static final long MIN_PART_BYTES = 64 << 10;
 
     private final SampleSource source;
     private final boolean ownsSource;
@@ -66,6 +69,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     private volatile boolean closed;
     /** The source's rows as CSR, for sparse batches; null for dense ones. */
     private final SparseRows sparse;
+    /** Rows per part of a batch that several threads read together; {@code batchSize} when batches are not split. */
+    private final int partRows;
 
     RandomAccessPipeline(SampleSource source, boolean ownsSource, Sampler sampler, int batchSize, boolean dropLast, int prefetch,
            int threads, DType outputType, boolean sparseBatches) {
@@ -78,6 +83,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         this.threads = threads;
         this.outputType = outputType;
         this.sparse = sparseBatches ? sparseRowsOf(source) : null;
+        this.partRows = partRows(source, batchSize, threads, sparseBatches || outputType != source.dtype());
         this.pool = threads == 0 ? null
                 : Executors.newFixedThreadPool(threads, Threads.daemon("memfit-loader-" + POOL_ID.incrementAndGet()));
         long bufferBytes = bufferBytes(source, batchSize, outputType, sparseBatches);
@@ -87,6 +93,21 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             this.buffers.add(buffer);
             freeBuffers.add(buffer);
         }
+    }
+
+    /**
+     * Rows per part: two parts per copying thread (the readers and the caller), so that a thread finishing early
+     * takes another, but never under 64 KiB a part (below that the claims would cost more than the copies).
+     * Whole batches when there is no reader to share them with, when the source decodes or gathers I/O a batch at
+     * a time, or when the batch is sparse or converted (both are written as a whole).
+     */
+    static int partRows(SampleSource source, int batchSize, int threads, boolean wholeBatches) {
+        if (threads == 0 || wholeBatches || !source.readsFromMemory()) {
+            return batchSize;
+        }
+        long minimum = (MIN_PART_BYTES + source.sampleBytes() - 1) / Math.max(1, source.sampleBytes());
+        long share = (batchSize + 2L * (threads + 1) - 1) / (2L * (threads + 1));
+        return (int) Math.min(batchSize, Math.max(minimum, share));
     }
 
     /** The rows of a source as CSR, or a refusal naming the source. */
@@ -279,12 +300,6 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         if (sparse != null) {
             return fillSparse(epoch, number, indices, buffer);
         }
-        Shape sample = source.sampleShape();
-        long[] dims = new long[sample.dimension() + 1];
-        dims[0] = indices.length;
-        System.arraycopy(sample.getShape(), 0, dims, 1, sample.dimension());
-        Shape shape = new Shape(dims);
-        long outBytes = shape.size() * outputType.byteSize();
         try {
             if (outputType == source.dtype()) {
                 source.readBatch(indices, buffer.asSlice(0, indices.length * source.sampleBytes()));
@@ -295,6 +310,24 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             freeBuffers.addFirst(buffer);
             throw e;
         }
+        return denseBatch(epoch, number, indices, buffer);
+    }
+
+    /** One part of a dense batch read without conversion: rows {@code [from, to)} of the batch, in place. */
+    private void fillPart(long[] indices, int from, int to, MemorySegment buffer) {
+        long rowBytes = source.sampleBytes();
+        long[] part = from == 0 && to == indices.length ? indices : Arrays.copyOfRange(indices, from, to);
+        source.readBatch(part, buffer.asSlice(from * rowBytes, (to - from) * rowBytes));
+    }
+
+    /** The batch handed out for a filled dense buffer. */
+    private Batch denseBatch(long epoch, long number, long[] indices, MemorySegment buffer) {
+        Shape sample = source.sampleShape();
+        long[] dims = new long[sample.dimension() + 1];
+        dims[0] = indices.length;
+        System.arraycopy(sample.getShape(), 0, dims, 1, sample.dimension());
+        Shape shape = new Shape(dims);
+        long outBytes = shape.size() * outputType.byteSize();
         return new Batch(epoch, number, indices, buffer, buffer.asSlice(0, outBytes), shape, outputType, freeBuffers::addFirst);
     }
 
@@ -376,14 +409,15 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         @Override
         public void abandon() {
             for (Read read : pending) {
-                if (read.claim()) {
+                if (read.cancelUnstarted()) {
                     // never started, and now never will: its buffer was never handed to a batch
-                    read.cancel(false);
                     freeBuffers.addFirst(read.buffer);
                     continue;
                 }
                 try {
-                    read.get().close();
+                    // started: its parts nobody has claimed are read here, so that it finishes and gives its buffer back
+                    read.help();
+                    read.result.get().close();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     break;
@@ -411,10 +445,13 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                 long from = number * batchSize;
                 long[] indices = new long[(int) Math.min(batchSize, order.length() - from)];
                 order.copy(from, indices, indices.length);
-                Read read = new Read(buffer, () -> fill(epoch, number, indices, buffer));
+                Read read = new Read(epoch, number, indices, buffer);
                 pending.add(read);
                 if (pool != null) {
-                    pool.execute(read);
+                    // one task per reader that can share it: each claims parts until none is left
+                    for (int t = 0; t < Math.min(threads, read.parts); t++) {
+                        pool.execute(read::help);
+                    }
                 }
             }
         }
@@ -434,17 +471,18 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             }
             submitMore();
             Read head = pending.poll();
-            // Runs the read here when no reader has started it (a no-op when one has): no hand-off to wait for. While a
-            // reader still has it, the caller reads the batches after it that nobody has started, instead of idling.
-            head.run();
+            // Reads the parts of the batch that no reader has started (all of it when none has): no hand-off to wait
+            // for. While readers still have parts of it, the caller reads the next batches' unclaimed parts instead of
+            // idling.
+            head.help();
             for (Read later : pending) {
-                if (head.isDone()) {
+                if (head.result.isDone()) {
                     break;
                 }
-                later.run();
+                later.help();
             }
             try {
-                current = head.get();
+                current = head.result.get();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new MemfitException("interrupted while waiting for batch " + returned + " of epoch " + epoch, e);
@@ -463,26 +501,62 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     }
 
     /**
-     * One batch read, which whichever thread claims it first runs: a reader, or the caller waiting for it. (A plain
-     * {@code FutureTask} can be cancelled while it runs, which would free a buffer still being written.)
+     * One batch read, in {@code parts} runs of rows that whichever threads come first claim (one part: the whole batch,
+     * read by {@link #fill}). The thread that finishes the last part completes the batch. A part, once claimed, is
+     * always finished, so a buffer is never freed while a thread still writes into it.
      */
-    private static final class Read extends FutureTask<Batch> {
+    private final class Read {
+        private final long epoch;
+        private final long number;
+        private final long[] indices;
         private final MemorySegment buffer;
-        private final AtomicBoolean claimed = new AtomicBoolean();
+        private final int parts;
+        private final AtomicInteger claimed = new AtomicInteger();
+        private final AtomicInteger finished = new AtomicInteger();
+        private final java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        private final java.util.concurrent.CompletableFuture<Batch> result = new java.util.concurrent.CompletableFuture<>();
 
-        Read(MemorySegment buffer, Callable<Batch> fill) {
-            super(fill);
+        Read(long epoch, long number, long[] indices, MemorySegment buffer) {
+            this.epoch = epoch;
+            this.number = number;
+            this.indices = indices;
             this.buffer = buffer;
+            this.parts = partRows >= indices.length ? 1 : (indices.length + partRows - 1) / partRows;
         }
 
-        boolean claim() {
-            return claimed.compareAndSet(false, true);
+        /** Claims every part when none has been: true when the read never started (its buffer is free again). */
+        boolean cancelUnstarted() {
+            return claimed.compareAndSet(0, parts);
         }
 
-        @Override
-        public void run() {
-            if (claim()) {
-                super.run();
+        /** Reads parts nobody has claimed until none is left. */
+        void help() {
+            for (int part = claimed.getAndIncrement(); part < parts; part = claimed.getAndIncrement()) {
+                if (parts == 1) {
+                    // fill hands its buffer back itself when it fails
+                    try {
+                        result.complete(fill(epoch, number, indices, buffer));
+                    } catch (Throwable e) {
+                        result.completeExceptionally(e);
+                    }
+                    return;
+                }
+                try {
+                    if (failure.get() == null) {
+                        fillPart(indices, part * partRows, Math.min(indices.length, (part + 1) * partRows), buffer);
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+                if (finished.incrementAndGet() == parts) {
+                    Throwable failed = failure.get();
+                    if (failed == null) {
+                        result.complete(denseBatch(epoch, number, indices, buffer));
+                    } else {
+                        freeBuffers.addFirst(buffer);
+                        result.completeExceptionally(failed);
+                    }
+                }
             }
         }
     }

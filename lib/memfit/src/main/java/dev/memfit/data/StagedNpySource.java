@@ -75,6 +75,11 @@ final class StagedNpySource implements SampleSource {
     }
 
     @Override
+    public boolean readsFromMemory() {
+        return true;
+    }
+
+    @Override
     public void readBatch(long[] indices, MemorySegment into) {
         mapped.readBatch(indices, into);
     }

@@ -607,6 +607,12 @@ public final class ShardStore implements SampleSource {
         return castFrom;
     }
 
+    /** The shards are mapped: cells are copied (or densified) from memory. */
+    @Override
+    public boolean readsFromMemory() {
+        return true;
+    }
+
     @Override
     public void readBatch(long[] cellIndices, MemorySegment into) {
         long rowBytes = (long) genes * valueBytes;
@@ -627,7 +633,7 @@ public final class ShardStore implements SampleSource {
         long rowBytes = (long) genes * valueBytes;
         if (rows != null) {
             // one copy per row, no slice or view per row
-            MemorySegment.copy(rows[shard], row * rowBytes, into, offset, rowBytes);
+            dev.memfit.NativeCopy.copy(rows[shard], row * rowBytes, into, offset, rowBytes);
             return;
         }
         MemorySegment shardPointers = pointers[shard];
@@ -638,7 +644,7 @@ public final class ShardStore implements SampleSource {
         MemorySegment rowValues = values[shard].asSlice(start * valueBytes, (long) n * valueBytes);
         MemorySegment rowIndices = indices[shard].asSlice(start * Integer.BYTES, (long) n * Integer.BYTES);
         MemorySegment out = into.asSlice(offset, rowBytes);
-        out.fill((byte) 0);
+        dev.memfit.NativeCopy.zero(out, 0, rowBytes);
         if (valueBytes == Double.BYTES) {
             for (int k = 0; k < n; k++) {
                 int gene = rowIndices.getAtIndex(INT_LE, k);
@@ -649,15 +655,22 @@ public final class ShardStore implements SampleSource {
             }
             return;
         }
-        for (int k = 0; k < n; k++) {
-            int gene = rowIndices.getAtIndex(INT_LE, k);
-            // unsigned: a negative index is out of range too; a bad index must not land in the next cell's row
-            if (Integer.compareUnsigned(gene, genes) >= 0) {
-                throw badIndex(shard, start + k, gene);
+        try {
+            for (int k = 0; k < n; k++) {
+                // set, not added: ShardWriter stores each cell's genes sorted and unique (duplicates of the source
+                // summed as it writes), and validate refuses a shard whose genes are not strictly ascending. The
+                // row's own bounds check refuses a gene outside it (negative too): one check a value, not two
+                out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, rowIndices.getAtIndex(INT_LE, k), rowValues.getAtIndex(FLOAT_LE, k));
             }
-            // set, not added: ShardWriter stores each cell's genes sorted and unique (duplicates of the source
-            // summed as it writes), and validate refuses a shard whose genes are not strictly ascending
-            out.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, gene, rowValues.getAtIndex(FLOAT_LE, k));
+        } catch (IndexOutOfBoundsException e) {
+            // a bad index must not land in the next cell's row: name the first one
+            for (int k = 0; k < n; k++) {
+                int gene = rowIndices.getAtIndex(INT_LE, k);
+                if (Integer.compareUnsigned(gene, genes) >= 0) {
+                    throw badIndex(shard, start + k, gene);
+                }
+            }
+            throw e;
         }
     }
 

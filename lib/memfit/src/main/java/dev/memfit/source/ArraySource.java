@@ -141,6 +141,12 @@ public final class ArraySource implements SampleSource {
         MemorySegment.copy(data, index * sampleBytes, into, 0, sampleBytes);
     }
 
+    /** Held in native memory. */
+    @Override
+    public boolean readsFromMemory() {
+        return true;
+    }
+
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
         for (int i = 0; i < indices.length; i++) {

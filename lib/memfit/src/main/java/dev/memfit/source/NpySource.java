@@ -85,6 +85,12 @@ public final class NpySource implements SampleSource {
         array.copyRows(index, 1, into, 0);
     }
 
+    /** Mapped or loaded: rows are copied from memory. */
+    @Override
+    public boolean readsFromMemory() {
+        return true;
+    }
+
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
         MemorySegment data = array.data();

@@ -76,6 +76,19 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * Whether {@link #readBatch} copies its samples from memory (a mapped file, an array held in RAM), each sample
+     * independent of the others, so that several threads can each read a part of one batch at no extra cost. The
+     * random-access loader then splits a batch between its readers instead of handing whole batches over. False
+     * (the default) for sources whose {@code readBatch} gathers I/O or decodes chunks for a batch as a whole: split,
+     * they would read or decode the same blocks twice.
+     *
+     * @return true when a batch may be read in parts
+     */
+    default boolean readsFromMemory() {
+        return false;
+    }
+
+    /**
      * A hint from the loader, before an epoch: how it will read the samples. {@code NORMAL} in runs of consecutive
      * samples (file order, block shuffling), {@code RANDOM} one by one at random places (shuffled, weighted, a rank's
      * shuffled shards); {@code SEQUENTIAL} for a source read once front to back. Sources that map files pass it on to the kernel

@@ -80,6 +80,11 @@ public final class SubsetSource implements SampleSource {
     }
 
     @Override
+    public boolean readsFromMemory() {
+        return base.readsFromMemory();
+    }
+
+    @Override
     public java.util.Optional<SparseRows> sparseRows() {
         return base.sparseRows().map(rows -> new SparseRows() {
             @Override
