@@ -811,11 +811,14 @@ public final class BlockCache implements ObjectCache {
             if (handles.size() <= openBlocks) {
                 return;
             }
-            List<Map.Entry<Path, BlockHandle>> all = new ArrayList<>(handles.entrySet());
-            all.sort(Comparator.comparingLong(entry -> entry.getValue().lastUsed));
-            for (Map.Entry<Path, BlockHandle> entry : all.subList(0, all.size() - openBlocks * 3 / 4)) {
-                if (handles.remove(entry.getKey(), entry.getValue())) {
-                    entry.getValue().retire();
+            record Use(Path file, BlockHandle handle, long lastUsed) {
+            }
+            List<Use> all = new ArrayList<>(handles.size());
+            handles.forEach((file, handle) -> all.add(new Use(file, handle, handle.lastUsed)));
+            all.sort(Comparator.comparingLong(Use::lastUsed));
+            for (Use use : all.subList(0, Math.max(0, all.size() - openBlocks * 3 / 4))) {
+                if (handles.remove(use.file(), use.handle())) {
+                    use.handle().retire();
                 }
             }
         }
