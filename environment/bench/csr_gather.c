@@ -5,7 +5,11 @@
  * stored values into it, threads taking batches in turn. Prints one JSON line: first epoch and steady state, in
  * cells/s and dense GB/s (genes x 4 bytes per cell).
  *
- * usage: csr_gather GENES BATCH EPOCHS THREADS SEED STEM...   (STEM: shard path without .data.npy)
+ * With --window=WINDOW first it is a loader instead of a bare gather, as gather.c's WINDOW: THREADS readers claim
+ * batches in order, at most WINDOW ahead of a consumer (the main thread) that takes them in order, WINDOW + 1 batch
+ * buffers rotating - the hand-off a loader feeding a training loop pays.
+ *
+ * usage: csr_gather [--window=WINDOW] GENES BATCH EPOCHS THREADS SEED STEM...   (STEM: shard path without .data.npy)
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -54,29 +58,72 @@ static const void *map_npy(const char *path, long element_bytes, long *elements)
     return base + offset;
 }
 
+/* Densifies batch b of the order into buffer: each cell's row zeroed, then its stored values scattered. */
+static void fill(const long *order, long b, float *buffer) {
+    for (long i = 0; i < batch; i++) {
+        long cell = order[b * batch + i];
+        long lo = 0, hi = shard_count - 1; /* the last shard starting at or before the cell */
+        while (lo < hi) {
+            long mid = (lo + hi + 1) / 2;
+            if (starts[mid] <= cell) lo = mid; else hi = mid - 1;
+        }
+        const shard_t *s = &shards[lo];
+        long row = cell - starts[lo];
+        float *out = buffer + i * genes;
+        memset(out, 0, genes * sizeof(float));
+        for (int64_t k = s->indptr[row]; k < s->indptr[row + 1]; k++) {
+            out[s->indices[k]] = s->data[k];
+        }
+    }
+}
 static void *work(void *arg) {
     job_t *job = arg;
     float *buffer = aligned_alloc(64, ((batch * genes * 4 + 63) / 64) * 64);
     for (long b = job->first_batch; b < job->batches; b += job->step) {
-        for (long i = 0; i < batch; i++) {
-            long cell = job->order[b * batch + i];
-            long lo = 0, hi = shard_count - 1; /* the last shard starting at or before the cell */
-            while (lo < hi) {
-                long mid = (lo + hi + 1) / 2;
-                if (starts[mid] <= cell) lo = mid; else hi = mid - 1;
-            }
-            const shard_t *s = &shards[lo];
-            long row = cell - starts[lo];
-            float *out = buffer + i * genes;
-            memset(out, 0, genes * sizeof(float));
-            for (int64_t k = s->indptr[row]; k < s->indptr[row + 1]; k++) {
-                out[s->indices[k]] = s->data[k];
-            }
-        }
+        fill(job->order, b, buffer);
         job->sink += buffer[(b * 31) % (batch * genes)];
     }
     free(buffer);
     return NULL;
+}
+/* The loader variant, as gather.c's: readers and one in-order consumer sharing WINDOW + 1 buffers. */
+static long window;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+typedef struct { const long *order; long batches; float **buffers; long *ready; long next_claim, taken; } loader_t;
+static void *reader(void *arg) {
+    loader_t *l = arg;
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        while (l->next_claim < l->batches && l->next_claim >= l->taken + window) pthread_cond_wait(&changed, &lock);
+        if (l->next_claim >= l->batches) { pthread_mutex_unlock(&lock); return NULL; }
+        long b = l->next_claim++;
+        pthread_mutex_unlock(&lock);
+        fill(l->order, b, l->buffers[b % (window + 1)]);
+        pthread_mutex_lock(&lock);
+        l->ready[b % (window + 1)] = b;
+        pthread_cond_broadcast(&changed);
+        pthread_mutex_unlock(&lock);
+    }
+}
+static double loader_epoch(const long *order, long batches, float **buffers) {
+    pthread_t ids[64];
+    long ready[1025];
+    for (long i = 0; i <= window; i++) ready[i] = -1;
+    loader_t l = {order, batches, buffers, ready, 0, 0};
+    double sink = 0, start = now();
+    for (long t = 0; t < threads; t++) pthread_create(&ids[t], NULL, reader, &l);
+    for (long b = 0; b < batches; b++) {
+        pthread_mutex_lock(&lock);
+        l.taken = b;   /* taking batch b gives back batch b - 1's buffer */
+        pthread_cond_broadcast(&changed);
+        while (ready[b % (window + 1)] != b) pthread_cond_wait(&changed, &lock);
+        pthread_mutex_unlock(&lock);
+        sink += buffers[b % (window + 1)][(b * 31) % (batch * genes)];
+    }
+    for (long t = 0; t < threads; t++) pthread_join(ids[t], NULL);
+    if (sink == -1) puts("");
+    return now() - start;
 }
 
 static double epoch(long *order, long batches) {
@@ -92,8 +139,14 @@ static double epoch(long *order, long batches) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strncmp(argv[1], "--window=", 9) == 0) {
+        window = atol(argv[1] + 9);
+        if (window < 1 || window > 1024) { fprintf(stderr, "window must be in [1, 1024]\n"); return 2; }
+        argv++;
+        argc--;
+    }
     if (argc < 7) {
-        fprintf(stderr, "usage: csr_gather GENES BATCH EPOCHS THREADS SEED STEM...\n");
+        fprintf(stderr, "usage: csr_gather [--window=WINDOW] GENES BATCH EPOCHS THREADS SEED STEM...\n");
         return 2;
     }
     genes = atol(argv[1]); batch = atol(argv[2]); long epochs = atol(argv[3]); threads = atol(argv[4]);
@@ -117,6 +170,8 @@ int main(int argc, char **argv) {
     }
     long batches = cells / batch;
     long *order = malloc(sizeof(long) * cells);
+    float **buffers = malloc(sizeof(float *) * (window + 1));
+    for (long i = 0; i <= window; i++) buffers[i] = aligned_alloc(64, ((batch * genes * 4 + 63) / 64) * 64);
     double first = 0, steady = 0;
     for (long e = 0; e < epochs; e++) {
         for (long i = 0; i < cells; i++) order[i] = i;
@@ -125,7 +180,7 @@ int main(int argc, char **argv) {
             long j = next(&s) % (i + 1);
             long tmp = order[i]; order[i] = order[j]; order[j] = tmp;
         }
-        double seconds = epoch(order, batches);
+        double seconds = window > 0 ? loader_epoch(order, batches, buffers) : epoch(order, batches);
         if (e == 0) first = seconds; else steady += seconds;
     }
     double done = (double) batches * batch;

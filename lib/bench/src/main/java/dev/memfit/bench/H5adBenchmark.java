@@ -248,7 +248,7 @@ public final class H5adBenchmark {
                 String method = store.layout() == dev.memfit.shard.ShardLayout.SPARSE
                         ? "C mmap, zero + scatter CSR rows" : "C mmap+memcpy (rows of the same size)";
                 for (int threads : settings.threads()) {
-                    ShardBenchmark.cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed())
+                    ShardBenchmark.cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed(), 0)
                             .ifPresent(perSecond -> rows.add(new Row("random batches from shards", method, threads,
                                     perSecond, perSecond * rowBytes / 1e9, 0, 0)));
                 }

@@ -42,6 +42,9 @@ public final class ShardBenchmark {
                            boolean baselines) {
     }
 
+    /** The C loop as a loader: readers hand batches in order to a consumer through a window of rotating buffers. */
+    public static final String C_LOADER = "C loader, in-order hand-off";
+
     /**
      * One measurement.
      *
@@ -89,10 +92,14 @@ public final class ShardBenchmark {
                 }
                 if (settings.baselines()) {
                     for (int threads : settings.threads()) {
-                        cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed())
+                        cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed(), 0)
                                 .ifPresent(perSecond -> rows.add(new Row(layout.key(), layout == ShardLayout.SPARSE
                                         ? "C mmap, zero + scatter CSR rows" : "C mmap+memcpy (first shard's rows)",
                                         threads, perSecond, perSecond * rowBytes / 1e9, megabytes)));
+                        // the same copies handed in order to a consumer through as many buffers as memfit's window
+                        cGather(store, work, settings.batchSize(), settings.epochs(), threads, settings.seed(), 2 * threads)
+                                .ifPresent(perSecond -> rows.add(new Row(layout.key(), C_LOADER, threads, perSecond,
+                                        perSecond * rowBytes / 1e9, megabytes)));
                     }
                 }
             }
@@ -153,9 +160,12 @@ public final class ShardBenchmark {
      * @param epochs epochs (the first not counted)
      * @param threads C threads
      * @param seed the shuffle seed
+     * @param window 0 for the bare gather (each thread its own buffer); else a loader whose readers hand batches in
+     *               order to a consumer, at most this many ahead
      * @return cells per second, or empty when gcc or the program failed
      */
-    static Optional<Double> cGather(ShardStore store, Path buildDir, int batchSize, int epochs, int threads, long seed) {
+    static Optional<Double> cGather(ShardStore store, Path buildDir, int batchSize, int epochs, int threads, long seed,
+                                    int window) {
         try {
             Files.createDirectories(buildDir);
         } catch (IOException e) {
@@ -168,7 +178,11 @@ public final class ShardBenchmark {
             if (binary.isEmpty()) {
                 return Optional.empty();
             }
-            command.addAll(List.of(binary.get().toString(), Long.toString(store.sampleShape().get(0)),
+            command.add(binary.get().toString());
+            if (window > 0) {
+                command.add("--window=" + window);
+            }
+            command.addAll(List.of(Long.toString(store.sampleShape().get(0)),
                     Integer.toString(batchSize), Integer.toString(epochs), Integer.toString(threads), Long.toString(seed)));
             for (Path file : store.shardFiles()) {
                 String name = file.toString();
@@ -185,10 +199,17 @@ public final class ShardBenchmark {
             dataOffset = array.header().dataOffset();
             shardRows = array.rows();
         }
-        Optional<JsonNode> json = Baselines.compileGather(buildDir).flatMap(binary -> Baselines.json(List.of(
-                binary.toString(), first.toString(), Long.toString(dataOffset), Long.toString(shardRows),
-                Long.toString(rowBytes), Integer.toString(batchSize), Integer.toString(epochs),
-                Integer.toString(threads), Long.toString(seed)), 1800));
+        List<String> arguments = new ArrayList<>(List.of(first.toString(), Long.toString(dataOffset),
+                Long.toString(shardRows), Long.toString(rowBytes), Integer.toString(batchSize), Integer.toString(epochs),
+                Integer.toString(threads), Long.toString(seed)));
+        if (window > 0) {
+            arguments.add(Integer.toString(window));
+        }
+        Optional<JsonNode> json = Baselines.compileGather(buildDir).flatMap(binary -> {
+            List<String> command = new ArrayList<>(List.of(binary.toString()));
+            command.addAll(arguments);
+            return Baselines.json(command, 1800);
+        });
         return json.map(j -> j.get("steady_gbps").asDouble() * 1e9 / rowBytes);
     }
 }

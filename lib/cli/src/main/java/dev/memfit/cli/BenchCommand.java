@@ -471,6 +471,7 @@ final class BenchCommand implements Runnable {
             DoubleColumn disk = DoubleColumn.create("MB on disk");
             DoubleColumn vsDense = DoubleColumn.create("vs dense shards, memfit");
             DoubleColumn vsC = DoubleColumn.create("vs C, same layout");
+            DoubleColumn vsCLoader = DoubleColumn.create("vs C loader");
             for (ShardBenchmark.Row row : rows) {
                 layout.append(row.layout());
                 method.append(row.method());
@@ -484,12 +485,17 @@ final class BenchCommand implements Runnable {
                                 && r.method().startsWith("memfit") && r.threads() == row.threads())
                         .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
                 double c = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals(row.layout())
-                                && r.method().startsWith("C ") && r.threads() == row.threads())
+                                && r.method().startsWith("C ") && !r.method().equals(ShardBenchmark.C_LOADER)
+                                && r.threads() == row.threads())
+                        .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
+                double cLoader = !memfit ? Double.NaN : rows.stream().filter(r -> r.layout().equals(row.layout())
+                                && r.method().equals(ShardBenchmark.C_LOADER) && r.threads() == row.threads())
                         .mapToDouble(ShardBenchmark.Row::cellsPerSecond).findFirst().orElse(Double.NaN);
                 appendFigure(vsDense, row.cellsPerSecond() / dense, 3);
                 appendFigure(vsC, row.cellsPerSecond() / c, 3);
+                appendFigure(vsCLoader, row.cellsPerSecond() / cLoader, 3);
             }
-            table.addColumns(layout, method, threadColumn, cellsPerSecond, gbps, disk, vsDense, vsC);
+            table.addColumns(layout, method, threadColumn, cellsPerSecond, gbps, disk, vsDense, vsC, vsCLoader);
             System.out.println(table.printAll());
             return 0;
         }
