@@ -62,7 +62,7 @@ static void *reader(void *arg) {
     loader_t *l = arg;
     for (;;) {
         pthread_mutex_lock(&lock);
-        while (l->next_claim < l->batches && l->next_claim >= l->taken + window) pthread_cond_wait(&changed, &lock);
+        while (l->next_claim < l->batches && l->next_claim > l->taken + window) pthread_cond_wait(&changed, &lock);
         if (l->next_claim >= l->batches) { pthread_mutex_unlock(&lock); return NULL; }
         long b = l->next_claim++;
         pthread_mutex_unlock(&lock);

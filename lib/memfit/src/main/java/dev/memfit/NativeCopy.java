@@ -15,6 +15,10 @@ import java.lang.invoke.MethodHandle;
  * glibc's {@code memcpy} moved 15.0 (one thread, {@code ./memfit bench loader --threads 1}, alternated runs): the gap
  * to a C gather was this. The segments are bounds-checked by slicing, and a segment's arena stays open for the call
  * (the linker holds it), as {@link MemorySegment#copy} guarantees. {@code -Dmemfit.copy=jdk} keeps to the JDK's copy.
+ *
+ * <p>One difference remains: a mapped file cut short by another program while it is read makes the JDK's copy throw
+ * an {@code InternalError}, and {@code memcpy} end the JVM (SIGBUS). memfit replaces files by renaming, never in place,
+ * so its own files cannot be cut under a mapping.
  */
 public final class NativeCopy {
 

@@ -53,6 +53,8 @@ public final class WanLink implements AutoCloseable {
      * the link carried 8-9% less than its rate while plain downloads (no such work) got all of it.
      */
     private final ExecutorService threads = Executors.newCachedThreadPool(dev.memfit.Threads.daemon("memfit-wan-link"));
+    /** The relays' sockets, closed by {@link #close}: interrupting a platform thread does not end its socket read. */
+    private final java.util.Set<Socket> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong bytesDown = new AtomicLong();
     private final AtomicLong bytesUp = new AtomicLong();
@@ -184,6 +186,7 @@ public final class WanLink implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket client = server.accept();
+                open.add(client);
                 firstConnection.compareAndSet(0, System.nanoTime());
                 threads.submit(() -> serve(client));
             } catch (IOException e) {
@@ -211,6 +214,7 @@ public final class WanLink implements AutoCloseable {
             byte[] requestHead = forwarded.append("Connection: close\r\n\r\n").toString().getBytes(StandardCharsets.ISO_8859_1);
             SlowStorage.parkUntil(System.nanoTime() + roundTripNanos / 2);
             try (Socket server = new Socket(upstream.getHost(), upstream.getPort())) {
+                open.add(server);
                 server.setTcpNoDelay(true);
                 OutputStream upOut = server.getOutputStream();
                 bytesUp.addAndGet(requestHead.length);
@@ -229,9 +233,13 @@ public final class WanLink implements AutoCloseable {
                 bytesDown.addAndGet(headBytes.length);
                 out.write(headBytes);
                 pump(upIn, out, down, bytesDown, null);
+            } finally {
+                open.removeIf(socket -> socket.isClosed());
             }
         } catch (IOException e) {
             // a client or server that went away: nothing more to relay
+        } finally {
+            open.remove(client);
         }
     }
 
@@ -294,13 +302,20 @@ public final class WanLink implements AutoCloseable {
         return head.toString(StandardCharsets.ISO_8859_1);
     }
 
-    /** Stops accepting connections and ends the relays in progress. */
+    /** Stops accepting connections and ends the relays in progress (their sockets closed: a blocked read ends). */
     @Override
     public void close() {
         try {
             server.close();
         } catch (IOException ignored) {
             // closing a listening socket
+        }
+        for (Socket socket : open) {
+            try {
+                socket.close();
+            } catch (IOException ignored) {
+                // closing
+            }
         }
         threads.shutdownNow();
     }

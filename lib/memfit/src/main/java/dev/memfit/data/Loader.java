@@ -40,6 +40,11 @@ public final class Loader implements AutoCloseable {
         this.pipeline = pipeline;
     }
 
+    /** The pipeline behind this loader (for the package's tests). */
+    Pipeline pipeline() {
+        return pipeline;
+    }
+
     /**
      * The number of samples in the data (one epoch visits {@link #batchesPerEpoch()} batches of them).
      *

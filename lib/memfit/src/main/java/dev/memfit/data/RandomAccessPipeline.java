@@ -185,6 +185,11 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         return outputType;
     }
 
+    /** Buffers in no batch's and no read's hands (all of them between epochs). */
+    int freeBufferCount() {
+        return freeBuffers.size();
+    }
+
     @Override
     public synchronized long bufferMemory() {
         return buffers.stream().mapToLong(MemorySegment::byteSize).sum();
@@ -275,6 +280,20 @@ final class RandomAccessPipeline implements Loader.Pipeline {
     public void close() {
         if (pool != null) {
             pool.shutdownNow();
+            // a reader copying into a buffer holds its arena, and freeing it under the copy fails: the readers end
+            // their batch or part first (interrupted; a copy from memory takes milliseconds), for a minute at most
+            boolean interrupted = false;
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+            while (!pool.isTerminated() && System.nanoTime() < deadline) {
+                try {
+                    pool.awaitTermination(Math.max(1, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
         synchronized (this) {
             closed = true;
@@ -306,7 +325,7 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             } else {
                 convertInPlace(indices, buffer);
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             freeBuffers.addFirst(buffer);
             throw e;
         }
@@ -408,22 +427,30 @@ final class RandomAccessPipeline implements Loader.Pipeline {
 
         @Override
         public void abandon() {
+            boolean interrupted = false;
             for (Read read : pending) {
                 if (read.cancelUnstarted()) {
                     // never started, and now never will: its buffer was never handed to a batch
                     freeBuffers.addFirst(read.buffer);
                     continue;
                 }
-                try {
-                    // started: its parts nobody has claimed are read here, so that it finishes and gives its buffer back
-                    read.help();
-                    read.result.get().close();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                } catch (ExecutionException | RuntimeException ignored) {
-                    // The failed read's buffer was never handed out; the error belongs to the abandoned epoch.
+                // started: its parts nobody has claimed are dropped, and the buffer comes back once the claimed ones
+                // are done. Waited for even when interrupted: the buffers are freed after this, never under a reader
+                read.cancelRest();
+                while (true) {
+                    try {
+                        read.result.get().close();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    } catch (ExecutionException | RuntimeException ignored) {
+                        // The failed or dropped read gave its buffer back; the error belongs to the abandoned epoch.
+                        break;
+                    }
                 }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
             }
             pending.clear();
             if (current != null) {
@@ -468,18 +495,25 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             }
             if (current != null) {
                 current.close();
+                current = null;
             }
             submitMore();
-            Read head = pending.poll();
+            // stays pending until it is handed out or has failed: interrupted meanwhile, abandon() gets its buffer back
+            Read head = pending.peek();
             // Reads the parts of the batch that no reader has started (all of it when none has): no hand-off to wait
-            // for. While readers still have parts of it, the caller reads the next batches' unclaimed parts instead of
-            // idling.
+            // for. While readers still have parts of it, the caller reads the next batches' unclaimed parts, one part
+            // at a time, instead of idling.
             head.help();
+            helping:
             for (Read later : pending) {
+                while (later != head && !head.result.isDone()) {
+                    if (!later.helpOne()) {
+                        continue helping;
+                    }
+                }
                 if (head.result.isDone()) {
                     break;
                 }
-                later.help();
             }
             try {
                 current = head.result.get();
@@ -487,13 +521,17 @@ final class RandomAccessPipeline implements Loader.Pipeline {
                 Thread.currentThread().interrupt();
                 throw new MemfitException("interrupted while waiting for batch " + returned + " of epoch " + epoch, e);
             } catch (ExecutionException e) {
+                // the failed batch is consumed: the epoch goes on with the next one if the caller asks for it
+                pending.poll();
+                returned++;
                 Throwable cause = e.getCause();
                 if (cause instanceof RuntimeException runtime) {
                     throw runtime;
                 }
-                throw new MemfitException("reading batch " + returned + " of epoch " + epoch + " from " + source.describe()
-                        + " failed: " + cause, cause);
+                throw new MemfitException("reading batch " + (returned - 1) + " of epoch " + epoch + " from "
+                        + source.describe() + " failed: " + cause, cause);
             }
+            pending.poll();
             returned++;
             submitMore();
             return current;
@@ -513,6 +551,8 @@ final class RandomAccessPipeline implements Loader.Pipeline {
         private final int parts;
         private final AtomicInteger claimed = new AtomicInteger();
         private final AtomicInteger finished = new AtomicInteger();
+        /** Set by {@link #cancelRest}: the parts still running end the read without a batch. */
+        private volatile boolean cancelled;
         private final java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
         private final java.util.concurrent.CompletableFuture<Batch> result = new java.util.concurrent.CompletableFuture<>();
 
@@ -529,34 +569,75 @@ final class RandomAccessPipeline implements Loader.Pipeline {
             return claimed.compareAndSet(0, parts);
         }
 
+        /**
+         * For a read already started: claims the parts nobody has, without reading them, so that the read ends once
+         * the claimed parts are done, giving its buffer back instead of a batch (a read of one part is left to end).
+         */
+        void cancelRest() {
+            if (parts == 1) {
+                return;
+            }
+            cancelled = true;
+            int taken = Math.min(parts, claimed.getAndSet(parts));
+            if (taken < parts) {
+                partsDone(parts - taken);
+            }
+        }
+
         /** Reads parts nobody has claimed until none is left. */
         void help() {
-            for (int part = claimed.getAndIncrement(); part < parts; part = claimed.getAndIncrement()) {
-                if (parts == 1) {
-                    // fill hands its buffer back itself when it fails
-                    try {
-                        result.complete(fill(epoch, number, indices, buffer));
-                    } catch (Throwable e) {
-                        result.completeExceptionally(e);
-                    }
-                    return;
-                }
+            while (helpOne()) {
+                // the next part
+            }
+        }
+
+        /** Reads one part nobody has claimed: false when none is left. */
+        boolean helpOne() {
+            int part = claimed.getAndIncrement();
+            if (part >= parts) {
+                return false;
+            }
+            if (parts == 1) {
+                // fill hands its buffer back itself when it fails
                 try {
-                    if (failure.get() == null) {
-                        fillPart(indices, part * partRows, Math.min(indices.length, (part + 1) * partRows), buffer);
-                    }
+                    result.complete(fill(epoch, number, indices, buffer));
                 } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
+                    result.completeExceptionally(e);
                 }
-                if (finished.incrementAndGet() == parts) {
-                    Throwable failed = failure.get();
-                    if (failed == null) {
-                        result.complete(denseBatch(epoch, number, indices, buffer));
-                    } else {
-                        freeBuffers.addFirst(buffer);
-                        result.completeExceptionally(failed);
-                    }
+                return true;
+            }
+            try {
+                if (failure.get() == null && !cancelled) {
+                    fillPart(indices, part * partRows, Math.min(indices.length, (part + 1) * partRows), buffer);
                 }
+            } catch (Throwable e) {
+                if (!failure.compareAndSet(null, e)) {
+                    failure.get().addSuppressed(e);
+                }
+            }
+            partsDone(1);
+            return true;
+        }
+
+        /** Counts finished (or dropped) parts; the last one completes the read. */
+        private void partsDone(int count) {
+            if (finished.addAndGet(count) != parts) {
+                return;
+            }
+            Throwable failed = failure.get();
+            if (failed == null && !cancelled) {
+                try {
+                    result.complete(denseBatch(epoch, number, indices, buffer));
+                    return;
+                } catch (Throwable e) {
+                    failed = e;
+                }
+            }
+            freeBuffers.addFirst(buffer);
+            if (failed != null) {
+                result.completeExceptionally(failed);
+            } else {
+                result.cancel(false);
             }
         }
     }

@@ -135,6 +135,9 @@ class SplitBatchTest {
                     }
                 }
                 assertTrue(source.calls.get() > 3 * wholeCalls, "batches were read in parts: " + source.calls.get() + " calls");
+                if (threads == 3) {
+                    assertTrue(source.readers.size() >= 2, "parts were read by several threads: " + source.readers);
+                }
             }
             // the last batch holds 300 - 9 * 32 = 12 rows: parts of 8 and 4
             assertEquals(12, whole.get(9).length / COLUMNS);
@@ -147,22 +150,32 @@ class SplitBatchTest {
         try (MemoryRows source = new MemoryRows();
              Loader loader = Datasets.of(source).optBatchSize(32).optThreads(1).optPrefetch(2).build()) {
             long buffers = loader.bufferMemory();
-            source.failAt = 70; // batch 2 (rows 64-95), its second part
+            source.failAt = 70; // batch 2 (rows 64-95), in its first part (rows 64-71)
             var batches = loader.epoch(0).iterator();
             batches.next();
             batches.next();
             MemfitException failure = assertThrows(MemfitException.class, batches::next);
             assertEquals("sample 70 is damaged", failure.getMessage());
             source.failAt = -1;
-            List<float[]> next = epoch(loader, 1);
-            assertEquals(10, next.size(), "the next epoch is whole");
-            for (float[] batch : next) {
+            // the failed batch counts as handed out: the epoch goes on with batch 3 and ends after batch 9
+            long next = 3;
+            while (batches.hasNext()) {
+                Batch batch = batches.next();
+                assertEquals(next++, batch.number());
+                assertEquals(batch.number() * 32, batch.indices()[0], "file order: the batch's own rows");
+            }
+            assertEquals(10, next);
+            List<float[]> again = epoch(loader, 1);
+            assertEquals(10, again.size(), "the next epoch is whole");
+            for (float[] batch : again) {
                 for (int row = 0; row < batch.length / COLUMNS; row++) {
                     float first = batch[row * COLUMNS];
                     assertEquals(first + COLUMNS - 1, batch[row * COLUMNS + COLUMNS - 1], 0f, "a row is its own values");
                 }
             }
-            assertEquals(buffers, loader.bufferMemory(), "no buffer lost or added");
+            assertEquals(buffers, loader.bufferMemory(), "no buffer added");
+            assertEquals(2, ((RandomAccessPipeline) loader.pipeline()).freeBufferCount(),
+                    "every buffer back but the last batch's (3 in all)");
         }
     }
 
@@ -183,6 +196,29 @@ class SplitBatchTest {
             assertEquals(10, all.size());
             for (int b = 0; b < all.size(); b++) {
                 assertEquals(b == 9 ? 12 * COLUMNS : 32 * COLUMNS, all.get(b).length, "batch " + b);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void anEpochAbandonedGivesEveryBufferBackEvenWhenItsThreadIsInterrupted() {
+        try (MemoryRows source = new MemoryRows();
+             Loader loader = Datasets.of(source).optBatchSize(32).optShuffle(2).optThreads(2).optPrefetch(3).build()) {
+            RandomAccessPipeline pipeline = (RandomAccessPipeline) loader.pipeline();
+            int buffers = pipeline.freeBufferCount();
+            assertEquals(4, buffers, "prefetch 3 plus the one handed out");
+            for (int round = 0; round < 30; round++) {
+                Loader.Epoch epoch = pipeline.start(round, 0);
+                for (int b = 0; b <= round % 5; b++) {
+                    epoch.next();
+                }
+                if (round % 2 == 1) {
+                    Thread.currentThread().interrupt();
+                }
+                epoch.abandon();
+                assertEquals(round % 2 == 1, Thread.interrupted(), "the interrupt is kept for the caller");
+                assertEquals(buffers, pipeline.freeBufferCount(), "round " + round + ": every buffer back");
             }
         }
     }

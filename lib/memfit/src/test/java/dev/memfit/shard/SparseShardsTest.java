@@ -270,11 +270,19 @@ class SparseShardsTest {
             }
         }
         long badCell = 40 + cell;
-        try (ShardStore store = ShardStore.open(out); Arena arena = Arena.ofConfined()) {
-            InvalidFileException read = assertThrows(InvalidFileException.class,
-                    () -> store.read(badCell, arena.allocate(store.sampleBytes())));
-            assertTrue(read.getMessage().contains("shard_000001.indices.npy") && read.getMessage().contains("in [0, 30)")
-                    && read.getMessage().contains("index 999 at stored value 1"), read.getMessage());
+        // past the end, one past it (the next cell's first gene, were it not checked) and negative
+        for (int bad : new int[]{999, 30, -1}) {
+            try (RandomAccessFile file = new RandomAccessFile(indices.toFile(), "rw")) {
+                file.seek(dataOffset + 4);
+                file.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(bad).array());
+            }
+            try (ShardStore store = ShardStore.open(out); Arena arena = Arena.ofConfined()) {
+                MemorySegment two = arena.allocate(2 * store.sampleBytes());
+                InvalidFileException read = assertThrows(InvalidFileException.class,
+                        () -> store.readBatch(new long[]{badCell, badCell + 1}, two));
+                assertTrue(read.getMessage().contains("shard_000001.indices.npy") && read.getMessage().contains("in [0, 30)")
+                        && read.getMessage().contains("index " + bad + " at stored value 1"), read.getMessage());
+            }
         }
 
         // row pointers that go back are caught at open
