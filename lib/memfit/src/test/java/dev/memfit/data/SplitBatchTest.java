@@ -38,6 +38,10 @@ class SplitBatchTest {
         final Set<String> readers = ConcurrentHashMap.newKeySet();
         final AtomicInteger calls = new AtomicInteger();
         volatile long failAt = -1;
+        /** A sample whose read, on a loader thread, waits for {@link #release}, counting {@link #stalled} down first. */
+        volatile long stallAt = -1;
+        final java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
 
         MemoryRows() {
             for (long r = 0; r < ROWS; r++) {
@@ -79,6 +83,14 @@ class SplitBatchTest {
             for (long index : indices) {
                 if (index == failAt) {
                     throw new MemfitException("sample " + index + " is damaged");
+                }
+                if (index == stallAt && Thread.currentThread().getName().startsWith("memfit-loader")) {
+                    stalled.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        // interrupted by the loader's close: read on, as a copy would
+                    }
                 }
             }
             rows.readBatch(indices, into);
@@ -220,6 +232,33 @@ class SplitBatchTest {
                 assertEquals(round % 2 == 1, Thread.interrupted(), "the interrupt is kept for the caller");
                 assertEquals(buffers, pipeline.freeBufferCount(), "round " + round + ": every buffer back");
             }
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void anInterruptedAbandonStillWaitsForThePartsBeingRead() throws InterruptedException {
+        try (MemoryRows source = new MemoryRows();
+             Loader loader = Datasets.of(source).optBatchSize(32).optThreads(1).optPrefetch(2).build()) {
+            RandomAccessPipeline pipeline = (RandomAccessPipeline) loader.pipeline();
+            assertEquals(3, pipeline.freeBufferCount());
+            source.stallAt = 8; // batch 0 (file order), its second part: the reader stops there
+            Loader.Epoch epoch = pipeline.start(0, 0);
+            assertTrue(source.stalled.await(60, java.util.concurrent.TimeUnit.SECONDS), "the reader reached sample 8");
+            Thread releaser = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(300);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                source.release.countDown();
+            });
+            Thread.currentThread().interrupt();
+            epoch.abandon();
+            assertTrue(Thread.interrupted(), "the interrupt is kept for the caller");
+            // had abandon() given up on the interrupt, batch 0's buffer would still be under the stalled reader
+            assertEquals(3, pipeline.freeBufferCount(), "every buffer back once abandon() returns");
+            releaser.join();
         }
     }
 }
