@@ -32,8 +32,9 @@ import java.util.SplittableRandom;
  * cache could keep the file between epochs.
  *
  * <p>The storage's sequential figure is read cold, then twice again (the faster of those two is its row); from the
- * fastest and the memory this process can still get, the estimate predicts what an epoch after the first reads and
- * how long it takes ({@link Advice#epochReads}), a row of its own ({@link #PREDICTED}) before the loader's. The
+ * fastest and the memory this process can still get, the estimate predicts the most and the least an epoch after the
+ * first reads and how long it takes ({@link Advice#epochReads}), two rows of their own ({@link #PREDICTED},
+ * {@link #PREDICTED_LEAST}) before the loader's. The
  * epochs in file order run back to back, the file dropped from the page cache before the first only: a second
  * epoch that reads as much as the first is the page cache failing to hold the file. The shuffled epoch reads a random
  * subset of the rows (every row once would take as many random reads as there are rows), and its time per row is set
@@ -41,8 +42,10 @@ import java.util.SplittableRandom;
  */
 public final class DiskEpochs {
 
-    /** The row of the estimate's prediction ({@link Advice#epochReads}) for an epoch after the first, in file order. */
-    public static final String PREDICTED = "predicted (Advice.epochReads): an epoch after the first, in file order";
+    /** The row of the estimate's prediction ({@link Advice#epochReads}): the most an epoch after the first reads. */
+    public static final String PREDICTED = "predicted (Advice.epochReads): at most, an epoch after the first, in file order";
+    /** The row of the least an epoch after the first reads ({@link Advice.EpochReads#leastBytesPerLaterEpoch()}). */
+    public static final String PREDICTED_LEAST = "predicted (Advice.epochReads): at least, the page cache keeping all it can";
 
     /** The row of the storage's random one-page reads. */
     public static final String RANDOM = "storage: random reads of one page";
@@ -105,21 +108,22 @@ public final class DiskEpochs {
      * @param sequentialCold the storage's sequential read, cold
      * @param sequentialAgain the faster of its two reads right after
      * @param randomReads the storage's random one-page reads
-     * @param predicted the estimate's prediction for an epoch after the first
+     * @param predicted the estimate's prediction for an epoch after the first: the most it reads
+     * @param predictedLeast the least it reads, the page cache keeping all it can of the file
      * @param fileOrder the loader's epochs in file order, first to last
      * @param shuffled the loader's shuffled pass over a subset
      */
-    public record Summary(Row sequentialCold, Row sequentialAgain, Row randomReads, Row predicted, List<Row> fileOrder,
-                          Row shuffled) {
+    public record Summary(Row sequentialCold, Row sequentialAgain, Row randomReads, Row predicted, Row predictedLeast,
+                          List<Row> fileOrder, Row shuffled) {
 
         /**
-         * Sorts a run's rows by role (before the prediction's row exists, it is null).
+         * Sorts a run's rows by role (before the prediction's rows exist, they are null).
          *
          * @param rows what {@link #run} returned (or its JSON read back)
          * @return the summary
          */
         public static Summary of(List<Row> rows) {
-            Row cold = null, again = null, random = null, predicted = null, shuffled = null;
+            Row cold = null, again = null, random = null, predicted = null, least = null, shuffled = null;
             List<Row> epochs = new ArrayList<>();
             for (Row row : rows) {
                 switch (row.what()) {
@@ -127,6 +131,7 @@ public final class DiskEpochs {
                     case SEQUENTIAL_AGAIN -> again = row;
                     case RANDOM -> random = row;
                     case PREDICTED -> predicted = row;
+                    case PREDICTED_LEAST -> least = row;
                     default -> {
                         if (row.what().startsWith("loader: shuffled")) {
                             shuffled = row;
@@ -136,7 +141,7 @@ public final class DiskEpochs {
                     }
                 }
             }
-            return new Summary(cold, again, random, predicted, List.copyOf(epochs), shuffled);
+            return new Summary(cold, again, random, predicted, least, List.copyOf(epochs), shuffled);
         }
 
         /**
@@ -236,8 +241,10 @@ public final class DiskEpochs {
         long fileBytes = first.bytes();
         Advice.EpochReads predicted = Advice.epochReads(fileBytes,
                 Advice.Machine.current().withStorageSpeed((long) (measured.diskMegabytesPerSecond() * 1e6)));
-        rows.add(new Row(PREDICTED, predicted.secondsPerLaterEpoch(), fileBytes, predicted.bytesPerLaterEpoch(),
-                fileBytes / Math.max(1, Datasets.describe(file).sampleBytes())));
+        long fileRows = fileBytes / Math.max(1, Datasets.describe(file).sampleBytes());
+        rows.add(new Row(PREDICTED, predicted.secondsPerLaterEpoch(), fileBytes, predicted.bytesPerLaterEpoch(), fileRows));
+        rows.add(new Row(PREDICTED_LEAST, predicted.leastSecondsPerLaterEpoch(), fileBytes,
+                predicted.leastBytesPerLaterEpoch(), fileRows));
         try (Loader inOrder = settings(file, settings).optOrder(Order.sequential()).build()) {
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
                 rows.add(epoch("loader: file order, epoch " + (epoch + 1), inOrder, epoch));

@@ -123,7 +123,7 @@ class AdviceTest {
     }
 
     @Test
-    void laterEpochsReadNothingWhenTheDataFitsAndAllOfItWhenItDoesNot() {
+    void laterEpochsReadNothingWhenTheDataFitsAndBetweenAllOfItAndItLessTheRoomWhenItDoesNot() {
         Advice.Machine container = new Advice.Machine(300L << 20, 1L << 30, -1, -1, 512L << 20).withStorageSpeed(2_000_000_000L);
         Advice.EpochReads fits = Advice.epochReads(200L << 20, container);
         assertEquals(0, fits.bytesPerLaterEpoch(), "the page cache keeps 200 MiB in 300 MiB of room");
@@ -131,7 +131,15 @@ class AdviceTest {
         Advice.EpochReads large = Advice.epochReads(1L << 30, container);
         assertEquals(1L << 30, large.bytesPerLaterEpoch(), "1 GiB in 300 MiB of room: every epoch reads all of it");
         assertEquals((1L << 30) / 2e9, large.secondsPerLaterEpoch(), 1e-12, "at the storage's measured speed");
-        assertEquals(-1.0, Advice.epochReads(1L << 30, new Advice.Machine(300L << 20, 1L << 30, -1, -1)).secondsPerLaterEpoch(),
-                "no measured speed, no time");
+        assertEquals((1L << 30) - (300L << 20), large.leastBytesPerLaterEpoch(),
+                "the page cache may keep at most its 300 MiB of room of the file");
+        assertEquals(((1L << 30) - (300L << 20)) / 2e9, large.leastSecondsPerLaterEpoch(), 1e-12);
+        assertEquals(0, fits.leastBytesPerLaterEpoch(), "nothing to read when all of it fits");
+        assertEquals(0.0, fits.leastSecondsPerLaterEpoch());
+        Advice.EpochReads unmeasured = Advice.epochReads(1L << 30, new Advice.Machine(300L << 20, 1L << 30, -1, -1));
+        assertEquals(-1.0, unmeasured.secondsPerLaterEpoch(), "no measured speed, no time");
+        assertEquals(-1.0, unmeasured.leastSecondsPerLaterEpoch(), "no measured speed, no time");
+        assertEquals(0, Advice.epochReads(1L << 30, new Advice.Machine(-1, 1L << 30, -1, -1)).leastBytesPerLaterEpoch(),
+                "room unknown: no bound below");
     }
 }
