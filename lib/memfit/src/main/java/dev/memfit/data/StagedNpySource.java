@@ -74,9 +74,10 @@ final class StagedNpySource implements SampleSource {
         mapped.read(index, into);
     }
 
+    /** As the mapped local copy does: from memory unless it is larger than the memory left. */
     @Override
     public boolean readsFromMemory() {
-        return true;
+        return mapped.readsFromMemory();
     }
 
     @Override

@@ -607,10 +607,14 @@ public final class ShardStore implements SampleSource {
         return castFrom;
     }
 
-    /** The shards are mapped: cells are copied (or densified) from memory. */
+    /**
+     * The shards are mapped: cells are copied (or densified) from memory while the page cache can hold them. Shards
+     * larger than the memory this process may use are read from storage as cells are touched, a whole batch a
+     * thread, as a mapped {@code .npy} that large is ({@link dev.memfit.source.NpySource#readsFromMemory()}).
+     */
     @Override
     public boolean readsFromMemory() {
-        return true;
+        return dev.memfit.ProcessMemory.current().fitsInMemory(storedBytes);
     }
 
     @Override

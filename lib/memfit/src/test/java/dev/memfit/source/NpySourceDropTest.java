@@ -11,6 +11,8 @@ import java.nio.file.Path;
 import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A mapped {@code .npy} that lets go of each batch's pages once copied (what a file larger than memory does) reads the
@@ -49,6 +51,22 @@ class NpySourceDropTest {
                     }
                 }
             }
+        }
+    }
+
+    @Test
+    void aMappedFileLargerThanTheMemoryLeftIsNotReadFromMemory() {
+        Path file = dir.resolve("rows.npy");
+        PythonPeer.run("import numpy as np, sys\n"
+                + "np.save(sys.argv[1], np.zeros((1000, 256), dtype=np.float32))\n", file.toString());
+        long bytes = 1000L * 256 * Float.BYTES;
+        // a container of 1 GiB with all but half the file's size in use, then with plenty left
+        var tight = new dev.memfit.ProcessMemory(64L << 30, 32L << 30, 1L << 30, (1L << 30) - bytes / 2);
+        var roomy = new dev.memfit.ProcessMemory(64L << 30, 32L << 30, 1L << 30, 100L << 20);
+        try (NpySource mapped = NpySource.mapped(file); NpySource loaded = NpySource.inMemory(file)) {
+            assertFalse(mapped.readsFromMemory(tight), "its rows come from storage as they are touched");
+            assertTrue(mapped.readsFromMemory(roomy), "the page cache keeps it");
+            assertTrue(loaded.readsFromMemory(tight), "loaded rows are in memory whatever is left");
         }
     }
 }
