@@ -234,7 +234,7 @@ public final class H5adBenchmark {
                     String method = "memfit loader over ShardStore" + (sparse ? ", sparse batches (CSR)" : "");
                     try {
                         double perSecond = ShardBenchmark.loader(store, settings.batchSize(), settings.epochs(), threads,
-                                settings.seed(), sparse);
+                                settings.seed(), sparse, 0);
                         rows.add(new Row("random batches from shards", method, threads, perSecond,
                                 perSecond * rowBytes / 1e9, 0, 0));
                     } catch (dev.memfit.MemfitException e) {

@@ -48,9 +48,10 @@ public final class LoaderBenchmark {
      * @param prefetch batches read ahead per loader thread
      * @param seed shuffle seed
      * @param baselines whether to run the C and numpy baselines
+     * @param warmupSeconds for memfit, untimed epochs after the first until this long has passed ({@link Warmup})
      */
     public record Settings(Path file, long bytes, int columns, int batchSize, int epochs, List<Integer> threads,
-                           int prefetch, long seed, boolean baselines) {
+                           int prefetch, long seed, boolean baselines, double warmupSeconds) {
     }
 
     /**
@@ -149,9 +150,13 @@ public final class LoaderBenchmark {
         long sink = 0;
         try (Loader loader = Datasets.npy(settings.file()).mapped().optBatchSize(settings.batchSize())
                 .optShuffle(settings.seed()).optDropLast(true).optThreads(threads - 1).optPrefetch(memfitPrefetch(settings, threads)).build()) {
+            long next = 0;
             for (int epoch = 0; epoch < settings.epochs(); epoch++) {
+                if (epoch == 1) {
+                    next = Warmup.epochs(loader, next, settings.warmupSeconds());   // after the fresh mapping's epoch
+                }
                 long start = System.nanoTime();
-                for (Batch batch : loader.epoch(epoch)) {
+                for (Batch batch : loader.epoch(next++)) {
                     sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
                 }
                 double seconds = (System.nanoTime() - start) / 1e9;

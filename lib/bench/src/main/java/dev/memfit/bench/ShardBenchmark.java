@@ -33,13 +33,14 @@ public final class ShardBenchmark {
      * @param file the {@code .h5ad} to shard (CSR, such as anndata's default {@code write_h5ad})
      * @param shardSize cells per shard
      * @param batchSize cells per batch
-     * @param epochs epochs per measurement, the first not counted (page cache and JIT warm-up)
+     * @param epochs epochs per measurement, the first not counted (page tables and, for memfit, the JIT)
      * @param threads threads copying rows: C threads, or memfit's background readers plus the caller
      * @param seed the shuffle seed
      * @param baselines whether to run the C loops
+     * @param warmupSeconds for memfit, untimed epochs after the first until this long has passed ({@link Warmup})
      */
     public record Settings(Path file, long shardSize, int batchSize, int epochs, List<Integer> threads, long seed,
-                           boolean baselines) {
+                           boolean baselines, double warmupSeconds) {
     }
 
     /** The C loop as a loader: readers hand batches in order to a consumer through a window of rotating buffers. */
@@ -86,7 +87,8 @@ public final class ShardBenchmark {
                 double megabytes = store.storedBytes() / 1e6;
                 long rowBytes = store.sampleBytes();
                 for (int threads : settings.threads()) {
-                    double perSecond = loader(store, settings.batchSize(), settings.epochs(), threads, settings.seed());
+                    double perSecond = loader(store, settings.batchSize(), settings.epochs(), threads, settings.seed(),
+                            false, settings.warmupSeconds());
                     rows.add(new Row(layout.key(), "memfit loader over ShardStore", threads, perSecond,
                             perSecond * rowBytes / 1e9, megabytes));
                 }
@@ -109,7 +111,7 @@ public final class ShardBenchmark {
 
     /**
      * Cells per second of memfit's loader over a store: shuffled, fixed-size batches, {@code threads - 1}
-     * background readers and the caller, over the epochs after the first.
+     * background readers and the caller, over the epochs after the first (no warm-up beyond it).
      *
      * @param store the store
      * @param batchSize cells per batch
@@ -119,20 +121,28 @@ public final class ShardBenchmark {
      * @return cells per second
      */
     static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed) {
-        return loader(store, batchSize, epochs, threads, seed, false);
+        return loader(store, batchSize, epochs, threads, seed, false, 0);
     }
 
-    /** As {@link #loader(ShardStore, int, int, int, long)}, the batches sparse (CSR) when {@code sparse}. */
-    static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed, boolean sparse) {
+    /**
+     * As {@link #loader(ShardStore, int, int, int, long)}, the batches sparse (CSR) when {@code sparse}, and untimed
+     * epochs for {@code warmupSeconds} after the first ({@link Warmup}) before the {@code epochs - 1} timed ones.
+     */
+    static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed, boolean sparse,
+                         double warmupSeconds) {
         long sink = 0;
         double steady = 0;
         long cells = 0;
         try (Loader loader = Datasets.of(store).optBatchSize(batchSize).optShuffle(seed).optDropLast(true)
                 .optSparseBatches(sparse).optThreads(threads - 1).optPrefetch(2 * threads).build()) {
+            long next = 0;
             for (int epoch = 0; epoch < epochs; epoch++) {
+                if (epoch == 1) {
+                    next = Warmup.epochs(loader, next, warmupSeconds);   // after the first, before the timed ones
+                }
                 long start = System.nanoTime();
                 long epochCells = 0;
-                for (Batch batch : loader.epoch(epoch)) {
+                for (Batch batch : loader.epoch(next++)) {
                     sink += sparse ? batch.storedValues()
                             : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
                     epochCells += batchSize;

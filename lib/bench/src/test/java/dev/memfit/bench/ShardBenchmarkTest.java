@@ -58,7 +58,7 @@ class ShardBenchmarkTest {
             writer.appendSparse(cells, rowStarts, columns, values);
             writer.commit();
         }
-        List<ShardBenchmark.Row> rows = ShardBenchmark.run(new ShardBenchmark.Settings(file, 1_000, 64, 2, List.of(1, 2), 3, true));
+        List<ShardBenchmark.Row> rows = ShardBenchmark.run(new ShardBenchmark.Settings(file, 1_000, 64, 2, List.of(1, 2), 3, true, 0.2));
         for (String layout : List.of("sparse", "dense")) {
             for (int threads : List.of(1, 2)) {
                 for (String method : List.of("memfit loader over ShardStore", ShardBenchmark.C_LOADER,

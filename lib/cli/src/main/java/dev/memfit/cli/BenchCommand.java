@@ -52,6 +52,8 @@ final class BenchCommand implements Runnable {
         private List<Integer> threads;
         @Option(names = "--prefetch", defaultValue = "2", description = "batches read ahead per loader thread (default ${DEFAULT-VALUE})")
         private int prefetch;
+        @Option(names = "--warmup-seconds", defaultValue = "2", description = "memfit's untimed epochs after the first, until the JIT has compiled the loader (default ${DEFAULT-VALUE} s; the C baselines need none)")
+        private double warmupSeconds;
         @Option(names = "--seed", defaultValue = "7")
         private long seed;
         @Option(names = "--no-baselines", description = "skip the C and numpy baselines")
@@ -65,7 +67,7 @@ final class BenchCommand implements Runnable {
             Path target = file != null ? file : Path.of("build", "bench", String.format("loader-%sg.npy", gigabytes));
             java.nio.file.Files.createDirectories(target.toAbsolutePath().getParent());
             List<LoaderBenchmark.Row> rows = LoaderBenchmark.run(new LoaderBenchmark.Settings(target, bytes, columns,
-                    batch, epochs, threads, prefetch, seed, !noBaselines));
+                    batch, epochs, threads, prefetch, seed, !noBaselines, warmupSeconds));
             if (json) {
                 printJson(rows);
                 return 0;
@@ -437,10 +439,12 @@ final class BenchCommand implements Runnable {
         private long shardSize;
         @Option(names = "--batch", defaultValue = "256", description = "cells per batch (default ${DEFAULT-VALUE})")
         private int batch;
-        @Option(names = "--epochs", defaultValue = "3", description = "epochs, the first not counted (default ${DEFAULT-VALUE})")
+        @Option(names = "--epochs", defaultValue = "8", description = "epochs, the first not counted (default ${DEFAULT-VALUE}; an epoch of a page-cached atlas takes a tenth of a second, and fewer leave the timed part too short on a shared machine)")
         private int epochs;
         @Option(names = "--threads", defaultValue = "1,2", split = ",", description = "threads copying rows: C threads, or memfit background readers + the caller (default ${DEFAULT-VALUE})")
         private List<Integer> threads;
+        @Option(names = "--warmup-seconds", defaultValue = "2", description = "memfit's untimed epochs after the first, until the JIT has compiled the loader (default ${DEFAULT-VALUE} s; the C loops need none)")
+        private double warmupSeconds;
         @Option(names = "--seed", defaultValue = "7")
         private long seed;
         @Option(names = "--no-baselines", description = "skip the C loops")
@@ -456,7 +460,7 @@ final class BenchCommand implements Runnable {
                         + "anndata's default write_h5ad)");
             }
             List<ShardBenchmark.Row> rows = ShardBenchmark.run(new ShardBenchmark.Settings(target, shardSize, batch,
-                    epochs, threads, seed, !noBaselines));
+                    epochs, threads, seed, !noBaselines, warmupSeconds));
             if (json) {
                 printJson(rows);
                 return 0;
