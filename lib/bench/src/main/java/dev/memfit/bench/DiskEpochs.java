@@ -133,9 +133,10 @@ public final class DiskEpochs {
                     case PREDICTED -> predicted = row;
                     case PREDICTED_LEAST -> least = row;
                     default -> {
+                        // a row this version does not know (such as another version's prediction) is left out
                         if (row.what().startsWith("loader: shuffled")) {
                             shuffled = row;
-                        } else {
+                        } else if (row.what().startsWith("loader: file order")) {
                             epochs.add(row);
                         }
                     }

@@ -111,22 +111,17 @@ public final class ShardBenchmark {
 
     /**
      * Cells per second of memfit's loader over a store: shuffled, fixed-size batches, {@code threads - 1}
-     * background readers and the caller, over the epochs after the first (no warm-up beyond it).
+     * background readers and the caller, over the epochs after the first, which follow untimed epochs for
+     * {@code warmupSeconds} ({@link Warmup}).
      *
      * @param store the store
      * @param batchSize cells per batch
      * @param epochs epochs (the first not counted unless it is the only one)
      * @param threads threads copying rows
      * @param seed the shuffle seed
+     * @param sparse whether the batches are sparse (CSR)
+     * @param warmupSeconds how long to warm up after the first epoch; 0 for not at all
      * @return cells per second
-     */
-    static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed) {
-        return loader(store, batchSize, epochs, threads, seed, false, 0);
-    }
-
-    /**
-     * As {@link #loader(ShardStore, int, int, int, long)}, the batches sparse (CSR) when {@code sparse}, and untimed
-     * epochs for {@code warmupSeconds} after the first ({@link Warmup}) before the {@code epochs - 1} timed ones.
      */
     static double loader(ShardStore store, int batchSize, int epochs, int threads, long seed, boolean sparse,
                          double warmupSeconds) {

@@ -34,7 +34,8 @@ final class Warmup {
         long read = 0;
         while (seconds > 0 && (epoch == firstEpoch || System.nanoTime() < until)) {
             for (Batch batch : loader.epoch(epoch)) {
-                read += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+                read += batch.isSparse() ? batch.storedValues()
+                        : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
             }
             epoch++;
         }

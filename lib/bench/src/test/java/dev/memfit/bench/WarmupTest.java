@@ -14,7 +14,8 @@ class WarmupTest {
     @Test
     void runsEpochsUntilTheTimeIsUpAndNoneWhenAskedForNone() {
         float[][] rows = new float[64][8];
-        try (Loader loader = Datasets.of(ArraySource.of("rows", rows)).optBatchSize(16).optShuffle(3).build()) {
+        try (ArraySource source = ArraySource.of("rows", rows);
+             Loader loader = Datasets.of(source).optBatchSize(16).optShuffle(3).build()) {
             assertEquals(5, Warmup.epochs(loader, 5, 0), "no warm-up: the next epoch is the one given");
             long started = System.nanoTime();
             long next = Warmup.epochs(loader, 1, 0.05);

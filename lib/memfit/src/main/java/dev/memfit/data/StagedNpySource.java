@@ -80,6 +80,12 @@ final class StagedNpySource implements SampleSource {
         return mapped.readsFromMemory();
     }
 
+    /** Passed on to the mapped local copy: a copy larger than memory is advised the order and let go of as read. */
+    @Override
+    public void expectReads(dev.memfit.io.storage.PageCache.ReadAdvice order) {
+        mapped.expectReads(order);
+    }
+
     @Override
     public void readBatch(long[] indices, MemorySegment into) {
         mapped.readBatch(indices, into);

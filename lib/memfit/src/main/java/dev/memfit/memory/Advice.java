@@ -149,9 +149,10 @@ public record Advice(LoadingStrategy strategy, boolean reduceBatch, String text)
 
         /**
          * The least an epoch after the first can read from storage: the data less the page cache's room. Linux keeps
-         * part of a file it sees read again (its active list), a little more with every epoch (measured inside a
-         * 320 MiB limit on an 800 MiB file: 1.6-2.7% less read each epoch, up to 10.5% less by the fifth), but never more than
-         * the room, so later epochs read between this and {@link #bytesPerLaterEpoch()}.
+         * part of a file it sees read again (its active list), often a little more each epoch until it lets go of it
+         * again (measured inside a 320 MiB limit on an 800 MiB file: 2.6% less read each epoch down to 669 MiB by the
+         * seventh, then 774, 791 and 800 MiB), but never more than the room, so later epochs read between this and
+         * {@link #bytesPerLaterEpoch()}.
          *
          * @return bytes; 0 when the data fits, or when the room is unknown
          */

@@ -609,12 +609,17 @@ public final class ShardStore implements SampleSource {
 
     /**
      * The shards are mapped: cells are copied (or densified) from memory while the page cache can hold them. Shards
-     * larger than the memory this process may use are read from storage as cells are touched, a whole batch a
+     * larger than the memory left to this process are read from storage as cells are touched, a whole batch a
      * thread, as a mapped {@code .npy} that large is ({@link dev.memfit.source.NpySource#readsFromMemory()}).
      */
     @Override
     public boolean readsFromMemory() {
-        return dev.memfit.ProcessMemory.current().fitsInMemory(storedBytes);
+        return readsFromMemory(dev.memfit.ProcessMemory.current());
+    }
+
+    /** {@link #readsFromMemory()} with the memory this process may use given. */
+    boolean readsFromMemory(dev.memfit.ProcessMemory memory) {
+        return memory.fitsInMemory(storedBytes);
     }
 
     @Override

@@ -87,10 +87,11 @@ public final class NpySource implements SampleSource {
 
     /**
      * Loaded, or mapped and small enough to stay in the page cache: rows are copied from memory. A mapped file larger
-     * than the memory this process may use is read from storage as the rows are touched, and is read a whole batch a
-     * thread. Cut into parts, epochs in file order of an 800 MiB file inside a 320 MiB limit took 1.11-1.17 times the
+     * than the memory left to this process ({@link dev.memfit.ProcessMemory#available()}, read when the loader is
+     * built; inside a container, a file already cached counts as used) is read from storage as the rows are touched,
+     * and is read a whole batch a thread. Cut into parts, epochs in file order of an 800 MiB file inside a 320 MiB limit took 1.11-1.17 times the
      * disk's sequential read, in whole batches 1.04-1.10 times (the first epoch 0.44-0.59 s against 0.35-0.46 s; three
-     * alternated runs of {@code ./memfit bench disk --memory 320m --cpus 1}).
+     * alternated runs of {@code ./memfit bench disk --file F --memory 320m --cpus 1}).
      */
     @Override
     public boolean readsFromMemory() {

@@ -80,9 +80,9 @@ public interface SampleSource extends AutoCloseable {
      * in RAM), each sample independent of the others, so that several threads can each read a part of one batch at no
      * extra cost. The random-access loader then splits a batch between its readers instead of handing whole batches
      * over. False (the default) for sources whose {@code readBatch} gathers I/O or decodes chunks for a batch as a
-     * whole: split, they would read or decode the same blocks twice; and for mapped files larger than the memory this
-     * process may use, whose pages come from storage as they are touched (split, epochs in file order read slower
-     * inside a memory limit).
+     * whole: split, they would read or decode the same blocks twice; and for mapped files larger than the memory left
+     * to this process, whose pages come from storage as they are touched (split, epochs in file order read slower
+     * inside a memory limit). The loader asks once, when it is built.
      *
      * @return true when a batch may be read in parts
      */

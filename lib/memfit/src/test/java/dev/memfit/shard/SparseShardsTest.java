@@ -26,6 +26,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -90,6 +91,10 @@ class SparseShardsTest {
             assertEquals(ShardLayout.SPARSE, store.layout());
             assertEquals(List.of(40L, 40L, 40L, 10L), Arrays.stream(store.shardSizes()).boxed().toList());
             assertEquals(12, store.shardFiles().size(), "data, indices and indptr of each shard");
+            // a container of 1 GiB with all but half the shards' bytes in use: read from storage, a whole batch a thread
+            long bytes = store.storedBytes();
+            assertFalse(store.readsFromMemory(new dev.memfit.ProcessMemory(64L << 30, 32L << 30, 1L << 30, (1L << 30) - bytes / 2)));
+            assertTrue(store.readsFromMemory(new dev.memfit.ProcessMemory(64L << 30, 32L << 30, 1L << 30, 100L << 20)));
         }
         // the files are plain numpy arrays: scipy rebuilds each shard as the rows of anndata's X, indices sorted
         assertEquals("ok", PythonPeer.run("""
