@@ -100,6 +100,22 @@ public final class Measure {
     }
 
     /**
+     * Runs the work untimed, again and again, until {@code atLeast} has passed (at least once): before timing a few
+     * milliseconds of work, so that the JIT has compiled it. On one CPU the compiler competes with the work itself, and
+     * four short passes could all run before the hot loop was compiled (a shard read 12-20 times slower than in other
+     * runs of the same notebook).
+     *
+     * @param atLeast how long to warm up
+     * @param work one pass
+     */
+    public static void warmUp(Duration atLeast, Runnable work) {
+        long until = System.nanoTime() + atLeast.toNanos();
+        do {
+            work.run();
+        } while (System.nanoTime() < until);
+    }
+
+    /**
      * Epochs of a loader, every batch taken and dropped (so that the loading itself is timed): the seconds of each.
      *
      * @param loader the loader
