@@ -9,7 +9,7 @@ import java.lang.foreign.ValueLayout;
  * Untimed epochs before a loader is timed, so that the timed epochs measure code the JIT has finished compiling, as
  * JMH's warm-up iterations do. The C baselines need none; without it, memfit's "steady" epochs of a page-cached file
  * (a tenth of a second each) fell in the JIT's first second: at 2 threads over sparse shards, epochs 2 and 3 of a
- * fresh JVM delivered 1.3-1.8 M cells/s and epochs 8 to 14 1.7-2.1 M (the loader's hand-off code is compiled, and
+ * fresh JVM delivered 1.2-1.8 M cells/s and epochs 8 to 14 1.7-2.1 M (the loader's hand-off code is compiled, and
  * {@code ShardStore.readRow} recompiled after uncommon traps, during the first 1.5 s).
  */
 final class Warmup {
