@@ -14,6 +14,9 @@ import java.lang.foreign.ValueLayout;
  */
 final class Warmup {
 
+    /** The benches' default warm-up, in seconds. */
+    static final double SECONDS = 2;
+
     private static volatile long sink;
 
     private Warmup() {
