@@ -191,10 +191,11 @@ public final class H5adBenchmark {
         Path file = settings.file();
         List<Row> rows = new ArrayList<>();
         // untimed batches of other cells first, on the file opened apart, so that the timed ones run compiled code
-        // and still start with an empty chunk cache: 100 batches from a fresh JVM read 9.3k cells/s, 600 read 11.0k
-        randomFromH5ad(file, settings, settings.seed() + 1, Warmup.SECONDS);
+        // and still start with an empty chunk cache (whole passes, each on the file opened afresh, for 2 s at least):
+        // 100 batches from a fresh JVM read 9.3k cells/s, 600 read 11.0k
+        dev.memfit.plot.Measure.warmUp(Warmup.DEFAULT, () -> randomFromH5ad(file, settings, settings.seed() + 1));
         H5ad.ChunkCacheStatistics before = H5ad.processChunkCacheStatistics();
-        double direct = randomFromH5ad(file, settings, settings.seed(), 0);
+        double direct = randomFromH5ad(file, settings, settings.seed());
         rows.add(new Row("random batches from .h5ad", "memfit H5ad.readRows" + cacheNote(before), 1, direct,
                 direct * rowBytes / 1e9, 0, 0));
         if (settings.baselines() && Baselines.pythonHas("anndata")) {
@@ -401,11 +402,8 @@ public final class H5adBenchmark {
         }
     }
 
-    /**
-     * Cells per second of {@code settings.randomBatches()} random batches read with {@code H5ad.readRows}, or, when
-     * {@code warmupSeconds > 0}, of as many batches as that takes (at least one), untimed.
-     */
-    private static double randomFromH5ad(Path file, Settings settings, long seed, double warmupSeconds) {
+    /** Cells per second of {@code settings.randomBatches()} random batches read with {@code H5ad.readRows}. */
+    private static double randomFromH5ad(Path file, Settings settings, long seed) {
         UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed);
         try (H5ad h5ad = H5ad.builder().setFile(file).optChunkCacheBytes(settings.chunkCacheBytes()).open();
              Arena arena = Arena.ofConfined()) {
@@ -416,10 +414,7 @@ public final class H5adBenchmark {
             CombinationSampler picker = new CombinationSampler(rng, n, settings.batchSize());
             long sink = 0;
             long start = System.nanoTime();
-            long until = start + (long) (warmupSeconds * 1e9);
-            int batches = 0;
-            for (int b = 0; warmupSeconds > 0 ? b == 0 || System.nanoTime() < until : b < settings.randomBatches(); b++) {
-                batches++;
+            for (int b = 0; b < settings.randomBatches(); b++) {
                 int[] cells = picker.sample();
                 Arrays.sort(cells);
                 for (int i = 0; i < cells.length; i++) {
@@ -429,7 +424,7 @@ public final class H5adBenchmark {
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             blackhole(sink);
-            return batches * (double) settings.batchSize() / seconds;
+            return settings.randomBatches() * (double) settings.batchSize() / seconds;
         }
     }
 

@@ -14,7 +14,6 @@ import dev.memfit.io.npy.NpyWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -157,7 +156,7 @@ public final class LoaderBenchmark {
                 }
                 long start = System.nanoTime();
                 for (Batch batch : loader.epoch(next++)) {
-                    sink += batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+                    sink += Warmup.touch(batch);
                 }
                 double seconds = (System.nanoTime() - start) / 1e9;
                 if (epoch == 0) {

@@ -13,7 +13,6 @@ import dev.memfit.shard.ShardWriter;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -138,8 +137,7 @@ public final class ShardBenchmark {
                 long start = System.nanoTime();
                 long epochCells = 0;
                 for (Batch batch : loader.epoch(next++)) {
-                    sink += sparse ? batch.storedValues()
-                            : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
+                    sink += Warmup.touch(batch);
                     epochCells += batchSize;
                 }
                 if (epoch > 0 || epochs == 1) {

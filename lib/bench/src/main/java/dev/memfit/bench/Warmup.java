@@ -3,7 +3,10 @@ package dev.memfit.bench;
 import dev.memfit.data.Batch;
 import dev.memfit.data.Loader;
 
+import dev.memfit.plot.Measure;
+
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 
 /**
  * Untimed epochs before a loader is timed, so that the timed epochs measure code the JIT has finished compiling, as
@@ -14,8 +17,8 @@ import java.lang.foreign.ValueLayout;
  */
 final class Warmup {
 
-    /** The benches' default warm-up, in seconds. */
-    static final double SECONDS = 2;
+    /** The benches' default warm-up. */
+    static final Duration DEFAULT = Duration.ofSeconds(2);
 
     private static volatile long sink;
 
@@ -32,17 +35,29 @@ final class Warmup {
      * @return the next epoch number
      */
     static long epochs(Loader loader, long firstEpoch, double seconds) {
-        long epoch = firstEpoch;
-        long until = System.nanoTime() + (long) (seconds * 1e9);
-        long read = 0;
-        while (seconds > 0 && (epoch == firstEpoch || System.nanoTime() < until)) {
-            for (Batch batch : loader.epoch(epoch)) {
-                read += batch.isSparse() ? batch.storedValues()
-                        : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
-            }
-            epoch++;
+        if (seconds <= 0) {
+            return firstEpoch;
         }
-        sink = read;
-        return epoch;
+        long[] next = {firstEpoch};
+        Measure.warmUp(Duration.ofNanos((long) (seconds * 1e9)), () -> {
+            long read = 0;
+            for (Batch batch : loader.epoch(next[0]++)) {
+                read += touch(batch);
+            }
+            sink = read;
+        });
+        return next[0];
+    }
+
+    /**
+     * What the benches read of a batch so that the JIT cannot drop the copy: its stored values when sparse, else one
+     * byte of it.
+     *
+     * @param batch the batch
+     * @return a number that depends on the batch
+     */
+    static long touch(Batch batch) {
+        return batch.isSparse() ? batch.storedValues()
+                : batch.data().get(ValueLayout.JAVA_BYTE, batch.number() % batch.data().byteSize());
     }
 }
