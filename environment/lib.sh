@@ -93,17 +93,30 @@ memfit_build() {
     # Compared with a stamp of the last build, not with a jar: Maven leaves a module's jar as it was when only a
     # module below it changed, so a jar's date would ask for a build on every command.
     local stamp="$MEMFIT_ROOT/build/.memfit-built"
-    if [ -f "$jar" ] && [ -f "$kernel" ] && [ -f "$stamp" ] && [ -z "$(find "$MEMFIT_ROOT"/lib/*/src/main \
+    memfit_built_current() {
+        [ -f "$jar" ] && [ -f "$kernel" ] && [ -f "$stamp" ] && [ -z "$(find "$MEMFIT_ROOT"/lib/*/src/main \
             "$MEMFIT_ROOT/environment/kernel/src" "$MEMFIT_ROOT/pom.xml" "$MEMFIT_ROOT"/lib/*/pom.xml \
-            "$MEMFIT_ROOT/environment/kernel/pom.xml" -newer "$stamp" -type f 2>/dev/null | head -n 1)" ]; then
+            "$MEMFIT_ROOT/environment/kernel/pom.xml" -newer "$stamp" -type f 2>/dev/null | head -n 1)" ]
+    }
+    memfit_built_current && return 0
+    mkdir -p "$MEMFIT_ROOT/build"
+    # one build at a time: two commands started together (a terminal and a notebook) would run Maven on the same
+    # target folders at once; the second waits for the first and then finds the jars current
+    local lock
+    exec {lock}>"$MEMFIT_ROOT/build/.memfit-build.lock"
+    if command -v flock >/dev/null; then
+        flock "$lock"
+    fi
+    if memfit_built_current; then
+        exec {lock}>&-
         return 0
     fi
     echo "memfit: building (Maven wrapper; the first build downloads dependencies from Maven Central) ..."
-    mkdir -p "$MEMFIT_ROOT/build"
     # stamped with the time the build started: a source saved during the build makes the next command build again
     touch "$stamp.next"
     (cd "$MEMFIT_ROOT" && ./mvnw -q -B -DskipTests package) || memfit_die "build failed: run ./mvnw -B package to see why"
     mv -f "$stamp.next" "$stamp"
+    exec {lock}>&-
 }
 
 # The CLI's and the kernel's class path: the library, the benchmarks and scenarios, and their dependencies

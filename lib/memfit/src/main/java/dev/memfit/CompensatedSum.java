@@ -49,11 +49,13 @@ public final class CompensatedSum {
     }
 
     /**
-     * The sum so far.
+     * The sum so far: an infinity or NaN among the values (or a total beyond float64's range) gives what a plain
+     * float64 sum gives, as numpy does: {@code +inf} or {@code -inf} when the infinities share a sign, NaN otherwise.
      *
      * @return the compensated total
      */
     public double value() {
-        return sum + compensation;
+        // once the running sum is not finite, the compensation holds inf - inf = NaN, which is no rounding error
+        return Double.isFinite(sum) ? sum + compensation : sum;
     }
 }

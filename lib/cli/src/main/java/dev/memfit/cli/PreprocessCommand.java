@@ -6,6 +6,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /** {@code memfit preprocess}: normalize, log1p and keep the highly variable genes, out of core. */
@@ -50,9 +51,32 @@ final class PreprocessCommand implements Callable<Integer> {
                 result.output(), result.cells(), result.genes(), result.statistics().genes().length, targetSum,
                 result.valueType().name().toLowerCase(java.util.Locale.ROOT));
         if (result.genes() > highlyVariable) {
-            System.out.printf("%d more than --hvg %d: their normalized dispersion ties with the %d-th largest (scanpy keeps "
-                    + "them too)%n", result.genes() - highlyVariable, highlyVariable, highlyVariable);
+            System.out.println(whyMore(result.statistics(), highlyVariable));
         }
         return 0;
+    }
+
+    /**
+     * Why more genes than asked were kept, as scanpy keeps them: genes tying at the n-th largest normalized
+     * dispersion, and genes without one (NaN), which scanpy counts as 0 and so keeps when the cut-off is at most 0.
+     */
+    static String whyMore(Preprocess.GeneStatistics statistics, int highlyVariable) {
+        double[] normalized = statistics.normalizedDispersions();
+        int[] kept = statistics.selected();
+        double[] defined = java.util.Arrays.stream(normalized).filter(v -> !Double.isNaN(v)).sorted().toArray();
+        double cutOff = defined[Math.max(0, defined.length - Math.min(highlyVariable, defined.length))];
+        long undefined = java.util.Arrays.stream(kept).filter(g -> Double.isNaN(normalized[g])).count();
+        long atCutOff = java.util.Arrays.stream(kept).filter(g -> normalized[g] == cutOff).count();
+        List<String> reasons = new java.util.ArrayList<>();
+        if (atCutOff > 1) {
+            reasons.add(atCutOff + " genes tie at the " + highlyVariable + "-th largest normalized dispersion ("
+                    + String.format(java.util.Locale.ROOT, "%.4g", cutOff) + ")");
+        }
+        if (undefined > 0) {
+            reasons.add(undefined + " genes have no normalized dispersion (NaN: no variance across cells, or none within their mean bin), "
+                    + "which scanpy counts as 0, at or above that cut-off");
+        }
+        return String.format(java.util.Locale.ROOT, "%d more than --hvg %d, as scanpy keeps them: %s",
+                kept.length - highlyVariable, highlyVariable, String.join("; ", reasons));
     }
 }

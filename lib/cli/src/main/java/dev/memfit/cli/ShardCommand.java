@@ -62,7 +62,8 @@ final class ShardCommand implements Callable<Integer> {
     private Integer topGenes;
 
     @Option(names = "--dtype", paramLabel = "TYPE", description = "the type of the shards' values: default the "
-            + "source's (float64 for a float64 X, each value kept exactly; float32 otherwise); float32 casts a float64 X "
+            + "source's (float64 for a float64 X, each value kept exactly; float32 otherwise, and an integer X with a value "
+            + "float32 would round, 2^24 or more, is refused: give float64); float32 casts a float64 X "
             + "(half the disk; values below float32's range become 0), as the output and the metadata say")
     private String dtype;
 

@@ -92,4 +92,48 @@ class RightNumbersCommandTest {
         assertTrue(shortObs.err().contains("of n_obs = 60 entries (one per cell, row of X), found 59 entries"), shortObs.err());
         assertTrue(Files.notExists(shards), "no shard folder left");
     }
+
+    @Test
+    void inspectSumsInfinitiesAsNumpy(@TempDir Path dir) throws Exception {
+        // one +inf in float32 data: numpy's float64 sum is inf (a compensated sum once made it NaN, exit 0)
+        String[] expected = PythonPeer.run("""
+                import sys, os, numpy as np
+                a = np.ones((3, 4), np.float32); a[1, 1] = np.inf
+                b = a.copy(); b[1, 1] = -np.inf
+                c = a.copy(); c[2, 2] = -np.inf
+                for name, x in (('inf', a), ('neginf', b), ('both', c)):
+                    np.save(os.path.join(sys.argv[1], name + '.npy'), x)
+                print(*(repr(float(x.sum(dtype=np.float64))) for x in (a, b, c)))
+                """, dir).split(" ");
+        assertEquals("inf", expected[0]);
+        assertEquals(Double.POSITIVE_INFINITY, inspectedSum(dir.resolve("inf.npy")));
+        assertEquals(Double.NEGATIVE_INFINITY, inspectedSum(dir.resolve("neginf.npy")));
+        assertTrue(Double.isNaN(inspectedSum(dir.resolve("both.npy"))), "inf + -inf is NaN, as numpy says " + expected[2]);
+    }
+
+    @Test
+    void preprocessSaysWhyItKeptMoreGenesAndRefusesAFileWithoutVariableGenes(@TempDir Path dir) {
+        Path input = dir.resolve("constant-genes.h5ad");
+        Path flat = dir.resolve("flat.h5ad");
+        PythonPeer.run("""
+                import sys, numpy as np, pandas as pd, scipy.sparse as sp, anndata as ad
+                rng = np.random.default_rng(3)
+                x = rng.poisson(3, (60, 12)).astype(np.float32)
+                x[:, 6:] = 0                     # six genes never seen: no variance, no normalized dispersion
+                names = lambda n, p: pd.DataFrame(index=[p + str(i) for i in range(n)])
+                ad.AnnData(sp.csr_matrix(x), obs=names(60, 'c'), var=names(12, 'g')).write_h5ad(sys.argv[1])
+                ad.AnnData(sp.csr_matrix(np.zeros((60, 12), np.float32)), obs=names(60, 'c'),
+                           var=names(12, 'g')).write_h5ad(sys.argv[2])
+                """, input, flat);
+        CliRun more = run("preprocess", "--input", input.toString(), "--output", dir.resolve("p.h5ad").toString(), "--hvg", "5");
+        assertEquals(0, more.status(), more.err());
+        // scanpy counts NaN as 0: with the 5th largest of the six defined ones below 0, the six unseen genes come too
+        assertTrue(more.out().contains("6 genes have no normalized dispersion (NaN"), more.out());
+        assertTrue(!more.out().contains("tie at"), more.out());
+
+        CliRun none = run("preprocess", "--input", flat.toString(), "--output", dir.resolve("q.h5ad").toString(), "--hvg", "3");
+        assertEquals(1, none.status());
+        assertTrue(none.err().contains("no highly variable gene: no gene of the 12 has a normalized dispersion"), none.err());
+        assertTrue(Files.notExists(dir.resolve("q.h5ad")), "no output without genes");
+    }
 }

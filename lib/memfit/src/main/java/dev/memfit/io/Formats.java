@@ -174,6 +174,11 @@ public final class Formats {
         if (Hdf5.looksLikeHdf5(path)) {
             return Format.PACKED_HDF5;
         }
+        if (name.endsWith(".npz")) {
+            throw new MemfitException(path + ": expected one array (.npy), found an .npz (np.savez: a zip of several .npy "
+                    + "arrays, compressed or not), which is not memory-mappable; save the array to train on with np.save "
+                    + "(np.save('x.npy', np.load(path)['NAME'])) or unzip it: each member is an .npy");
+        }
         throw new MemfitException(path + ": expected a format memfit reads (.npy, .mrcs/.mrc, a .txt list of stacks, "
                 + ".star, a cryoSPARC .cs, .h5ad, an AnnData .zarr folder or .zarr.zip, an .h5 written by pack, a folder of "
                 + ".npy samples or of shards), found a "

@@ -253,6 +253,7 @@ public final class Preprocess {
             try (ProgressListener.Task progress = listener.start("pass 1/2: gene statistics", h5ad.observations(), "cells")) {
                 statistics = pass.sums(0, pass.blocks(), progress).statistics(h5ad.index("var"), settings.highlyVariable);
             }
+            checkSelected(input, statistics, h5ad.observations());
             int[] keep = statistics.selected();
             double[] totals = new double[Math.toIntExact(h5ad.observations())];
             try (H5adWriter writer = pass.createOutput(output, statistics);
@@ -650,6 +651,23 @@ public final class Preprocess {
             normalized[g] = (dispersions[g] - binMean[bin[g]]) / binStd[bin[g]];
         }
         return normalized;
+    }
+
+    /**
+     * Refuses a file in which no gene has a normalized dispersion, so that no gene is highly variable (scanpy fails on
+     * it too), rather than writing an output without a single gene.
+     *
+     * @param input the file, for the message
+     * @param statistics its gene statistics
+     * @param cells its cells
+     * @throws MemfitException when no gene was selected
+     */
+    public static void checkSelected(Path input, GeneStatistics statistics, long cells) {
+        if (statistics.selected().length == 0) {
+            throw new MemfitException(input + ": no highly variable gene: no gene of the " + statistics.genes().length
+                    + " has a normalized dispersion (" + (cells < 2 ? cells + " cell: no variance to measure"
+                    : "every gene's normalized counts are the same in all " + cells + " cells") + "); nothing was written");
+        }
     }
 
     /** The genes whose normalized dispersion reaches the n-th largest (NaN counted as 0), ascending, as scanpy. */

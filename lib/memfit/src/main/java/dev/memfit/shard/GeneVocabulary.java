@@ -33,7 +33,20 @@ public record GeneVocabulary(List<String> genes) {
     public GeneVocabulary {
         genes = List.copyOf(genes);
         if (genes.stream().distinct().count() != genes.size()) {
-            throw new MemfitException("a gene vocabulary cannot list a gene twice");
+            java.util.Map<String, Integer> first = new java.util.HashMap<>();
+            long repeated = 0;
+            String example = null;
+            for (int i = 0; i < genes.size(); i++) {
+                Integer seen = first.putIfAbsent(genes.get(i), i);
+                if (seen != null) {
+                    repeated++;
+                    if (example == null) {
+                        example = "'" + genes.get(i) + "' at positions " + seen + " and " + i;
+                    }
+                }
+            }
+            throw new MemfitException("a gene vocabulary cannot list a gene twice: " + example
+                    + (repeated > 1 ? " (" + repeated + " names repeat an earlier one)" : ""));
         }
     }
 

@@ -203,17 +203,13 @@ public final class ShardPlan implements Serializable {
             // sparse X stays sparse; dense X stays dense (it was stored dense, so it is not known to be sparse, and
             // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
             ShardLayout chosen = layout != null ? layout : anySparse ? ShardLayout.SPARSE : ShardLayout.DENSE;
-            List<String> genes;
-            if (vocabulary != null) {
-                genes = vocabulary.genes();
-            } else {
-                LinkedHashSet<String> union = new LinkedHashSet<>();
-                for (String[] names : inputGenes) {
-                    // each file's own genes make a vocabulary (no gene twice), as with a single input
-                    union.addAll(new GeneVocabulary(Arrays.asList(names)).genes());
-                }
-                genes = List.copyOf(union);
+            // each file's genes must be unique, with or without a vocabulary: a name twice would map two columns
+            // onto one gene and sum them
+            LinkedHashSet<String> union = new LinkedHashSet<>();
+            for (int i = 0; i < inputs.size(); i++) {
+                union.addAll(fileGenes(inputs.get(i), inputGenes.get(i)).genes());
             }
+            List<String> genes = vocabulary != null ? vocabulary.genes() : List.copyOf(union);
             GeneVocabulary checked = new GeneVocabulary(genes);
             for (int i = 0; i < inputs.size(); i++) {
                 String[] names = inputGenes.get(i);
@@ -224,6 +220,17 @@ public final class ShardPlan implements Serializable {
                 }
             }
             return new ShardPlan(this, chosen, genes, cells, dtype != null ? dtype : sourceType, sourceType);
+        }
+    }
+
+    /** A file's genes as a vocabulary, or why not, naming the file and what to do. */
+    private static GeneVocabulary fileGenes(Path input, String[] names) {
+        try {
+            return new GeneVocabulary(Arrays.asList(names));
+        } catch (MemfitException e) {
+            throw new MemfitException(input + ": var (the genes) names a gene twice, " + e.getMessage()
+                    .replace("a gene vocabulary cannot list a gene twice: ", "") + "; shards map genes by name: make the "
+                    + "names unique in anndata (adata.var_names_make_unique()) and write the file again", e);
         }
     }
 

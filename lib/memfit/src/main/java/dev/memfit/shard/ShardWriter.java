@@ -48,7 +48,8 @@ import java.util.zip.CRC32C;
  * shard with its size and CRC32C, the type of the values, and whether the set is complete).
  *
  * <p>The values keep the source's type: float64 for a float64 X (each value exactly as stored), float32 for float32,
- * float16 and integer X; {@link Builder#optDType}{@code (DType.FLOAT32)} casts a float64 X to float32, and the
+ * float16 and integer X (an integer X holding a value of 2^24 or more, which float32 would round, is refused naming
+ * the cell and gene: shard it as float64); {@link Builder#optDType}{@code (DType.FLOAT32)} casts a float64 X to float32, and the
  * metadata records it ({@code "dtype": "float32", "cast_from": "float64"}).
  *
  * <p>Memory is bounded by one chunk of rows, not by the file. Each shard is written under a temporary name and
@@ -255,7 +256,7 @@ public final class ShardWriter {
             List<ShardPlan.ShardFile> files = new ArrayList<>();
             long nnz = -1;
             if (layout == ShardLayout.DENSE) {
-                Path npy = writeDense(outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
+                Path npy = writeDense(input, outputDir.resolve(name + ".npy"), h5ad, genes, positions, first, count,
                         buffers, progress);
                 files.add(fileEntry("x", npy));
             } else {
@@ -327,6 +328,37 @@ public final class ShardWriter {
     /** The files of a sparse shard, {@code shard_NNNNNN.<role>.npy}, in the order they are listed. */
     static final List<String> SPARSE_ROLES = List.of("data", "indices", "indptr");
 
+    /** Integer types whose values float32 cannot all hold exactly. */
+    private static final java.util.Set<DType> WIDE_INTEGERS = java.util.EnumSet.of(DType.INT32, DType.UINT32, DType.INT64,
+            DType.UINT64);
+
+    /**
+     * Refuses a value of an integer X that float32 may have rounded (counts never come near 2^24; other integers
+     * can), naming the cell and the gene: a shard must hold what the file holds, or say that it does not.
+     */
+    private static InvalidFileException inexact(Path input, AnnData h5ad, float value, long cell, String gene) {
+        String[] cells = h5ad.index("obs");
+        String name = cell < cells.length ? " ('" + cells[(int) cell] + "')" : "";
+        return new InvalidFileException(input, -1, "integers float32 holds exactly (below 2^24 = 16,777,216 in "
+                + "magnitude) in X (" + h5ad.storedType().name().toLowerCase(java.util.Locale.ROOT) + ")",
+                String.format(java.util.Locale.ROOT, "%.0f", value) + " (as float32) at cell " + cell + name + ", gene '"
+                + gene + "'; shard with --dtype float64 (optDType(DType.FLOAT64)) to keep every value exactly");
+    }
+
+    /** Checks {@code count} float32 values of dense rows of {@code size} genes against {@link Buffers#inexactFrom}. */
+    private static void checkExact(Path input, AnnData h5ad, MemorySegment rows, int count, long size, long firstCell,
+                                   GeneVocabulary genes, Buffers buffers) {
+        if (buffers.inexactFrom == Float.POSITIVE_INFINITY) {
+            return;
+        }
+        for (long i = 0; i < count * size; i++) {
+            float value = rows.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+            if (Math.abs(value) >= buffers.inexactFrom) {
+                throw inexact(input, h5ad, value, firstCell + i / size, genes.genes().get((int) (i % size)));
+            }
+        }
+    }
+
     /** The conversion's working memory, allocated once: one chunk of input rows and what it becomes. */
     static final class Buffers {
         final long inputGenes;
@@ -340,11 +372,17 @@ public final class ShardWriter {
         final long[] rowStarts;
         /** The type of the values read and written. */
         final DType type;
+        /**
+         * The magnitude from which a float32 value read from a wide integer X (32 or 64 bits) may have been rounded
+         * (2^24: float32's 24-bit significand holds every integer below it); infinite where every value is exact.
+         */
+        final float inexactFrom;
         long[] row;
         double[] rowValues;
 
         Buffers(Arena arena, AnnData h5ad, long vocabularySize, ShardLayout layout, DType type) {
             this.type = type;
+            this.inexactFrom = type == DType.FLOAT32 && WIDE_INTEGERS.contains(h5ad.storedType()) ? 0x1p24f : Float.POSITIVE_INFINITY;
             int valueBytes = type.byteSize();
             this.inputGenes = h5ad.variables();
             this.vocabularySize = vocabularySize;
@@ -371,8 +409,8 @@ public final class ShardWriter {
         }
     }
 
-    private static Path writeDense(Path npy, AnnData h5ad, GeneVocabulary genes, int[] positions, long first, long count,
-                                   Buffers buffers, ProgressListener.Task progress) {
+    private static Path writeDense(Path input, Path npy, AnnData h5ad, GeneVocabulary genes, int[] positions, long first,
+                                   long count, Buffers buffers, ProgressListener.Task progress) {
         long vocabularySize = buffers.vocabularySize;
         MemorySegment rows = buffers.rows;
         MemorySegment projected = buffers.projected;
@@ -383,6 +421,7 @@ public final class ShardWriter {
                 int n = (int) Math.min(chunk, count - row);
                 h5ad.readRows(first + row, n, rows, type);
                 genes.project(rows, n, positions, projected, type);
+                checkExact(input, h5ad, projected, n, vocabularySize, first + row, genes, buffers);
                 writer.writeRows(row, projected.asSlice(0, n * vocabularySize * type.byteSize()));
                 progress.step(n);
             }
@@ -439,7 +478,11 @@ public final class ShardWriter {
                                 if (wide) {
                                     values.set(DOUBLE_LE, nnz * Double.BYTES, inValues.getAtIndex(ValueLayout.JAVA_DOUBLE, k));
                                 } else {
-                                    values.set(FLOAT_LE, nnz * Float.BYTES, inValues.getAtIndex(ValueLayout.JAVA_FLOAT, k));
+                                    float value = inValues.getAtIndex(ValueLayout.JAVA_FLOAT, k);
+                                    if (Math.abs(value) >= buffers.inexactFrom) {
+                                        throw inexact(input, h5ad, value, first + done + r, genes.genes().get(position));
+                                    }
+                                    values.set(FLOAT_LE, nnz * Float.BYTES, value);
                                 }
                                 columns.set(INT_LE, nnz * Integer.BYTES, position);
                                 sorted &= position > last;
@@ -463,6 +506,7 @@ public final class ShardWriter {
                     int n = (int) Math.min(buffers.denseRows, count - done);
                     h5ad.readRows(first + done, n, buffers.rows, type);
                     genes.project(buffers.rows, n, positions, buffers.projected, type);
+                    checkExact(input, h5ad, buffers.projected, n, size, first + done, genes, buffers);
                     for (int r = 0; r < n; r++) {
                         for (int g = 0; g < size; g++) {
                             if (wide) {

@@ -217,6 +217,7 @@ public final class SparkPreprocess {
                     statistics = sums.statistics(h5ad.index("var"), settings.highlyVariable);
                     progress.step(h5ad.observations());
                 }
+                Preprocess.checkSelected(settings.input, statistics, h5ad.observations());
                 int[] keep = statistics.selected();
                 Files.createDirectory(staging);
                 String folder = staging.toString();
