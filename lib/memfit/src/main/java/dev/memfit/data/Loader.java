@@ -64,6 +64,16 @@ public final class Loader implements AutoCloseable {
     }
 
     /**
+     * What identifies the data this loader reads ({@link dev.memfit.source.SampleSource#fingerprint()}): the text a
+     * saved {@link LoaderState} compares, for anything else that must notice other data of the same shape.
+     *
+     * @return a one-line fingerprint
+     */
+    public String fingerprint() {
+        return pipeline.fingerprint();
+    }
+
+    /**
      * What the batches are read from and how, for logs and notebooks.
      *
      * @return a one-line description

@@ -108,12 +108,33 @@ public record LoaderState(String source, long samples, String sampler, int batch
      */
     public List<String> differencesFrom(LoaderState other) {
         List<String> differences = new ArrayList<>();
-        compare(differences, "data", source, other.source);
+        // a state saved before fingerprints had a content part is compared without it
+        boolean bothHaveContent = CONTENT.matcher(source).find() && CONTENT.matcher(other.source).find();
+        compare(differences, "data", bothHaveContent ? source : withoutContent(source),
+                bothHaveContent ? other.source : withoutContent(other.source));
         compare(differences, "samples", Long.toString(samples), Long.toString(other.samples));
         compare(differences, "sampler", sampler, other.sampler);
         compare(differences, "batch size", Integer.toString(batchSize), Integer.toString(other.batchSize));
         compare(differences, "drop last", Boolean.toString(dropLast), Boolean.toString(other.dropLast));
         return differences;
+    }
+
+    /** The part of a fingerprint that checks the data's bytes ({@link #content(long)}). */
+    private static final java.util.regex.Pattern CONTENT = java.util.regex.Pattern.compile(", content crc32c [0-9a-f]+");
+
+    /**
+     * The part of a {@link dev.memfit.source.SampleSource#fingerprint()} that stands for the data's bytes, so that a
+     * file of the same name, shape and size with other values is other data.
+     *
+     * @param checksum a checksum of the data (or of its recorded checksums)
+     * @return text to append to a fingerprint
+     */
+    public static String content(long checksum) {
+        return ", content crc32c " + Long.toHexString(checksum);
+    }
+
+    private static String withoutContent(String fingerprint) {
+        return CONTENT.matcher(fingerprint).replaceAll("");
     }
 
     private static void compare(List<String> differences, String what, String saved, String now) {

@@ -98,7 +98,8 @@ final class StagedNpySource implements SampleSource {
 
     @Override
     public String fingerprint() {
-        return uri.toPath().getFileName() + " (" + mapped.array().header() + ")";
+        return uri.toPath().getFileName() + " (" + mapped.array().header() + ")"
+                + LoaderState.content(mapped.array().sampledChecksum());
     }
 
     @Override

@@ -35,9 +35,11 @@ import java.util.zip.CRC32C;
 
 /**
  * Expensive per-item features computed once, in batches, and kept on disk: {@code NAME.npy} (float32, one row per
- * item) and {@code NAME.manifest.json} (shape, the parameters and their SHA-256, a CRC32C of the data).
+ * item) and {@code NAME.manifest.json} (shape, the parameters and their SHA-256, the items' fingerprint
+ * ({@link Loader#fingerprint()}), a CRC32C of the data).
  *
- * <p>A cache is used only when its manifest parses, its parameters hash matches, its file has the recorded shape
+ * <p>A cache is used only when its manifest parses, its parameters hash matches, its items are the same data (a file
+ * of the same shape with other values is not), its file has the recorded shape
  * and its data has the recorded checksum; otherwise it is rebuilt and the reason reported. The manifest is removed
  * before a build and written (atomically) only after the data file is complete, so an interrupted build never leaves
  * a cache that reads as valid.
@@ -197,7 +199,7 @@ public final class FeatureCache {
             long start = System.nanoTime();
             Path data = directory.resolve(name + ".npy");
             Path manifest = directory.resolve(name + ".manifest.json");
-            String problem = FeatureCache.check(data, manifest, parameters, items.samples(), extractor.featureShape());
+            String problem = FeatureCache.check(data, manifest, parameters, items, extractor.featureShape());
             if (problem == null) {
                 return new Result(data, Status.HIT, "", (System.nanoTime() - start) / 1e9);
             }
@@ -220,7 +222,7 @@ public final class FeatureCache {
         public String validate() {
             check();
             return FeatureCache.check(directory.resolve(name + ".npy"), directory.resolve(name + ".manifest.json"),
-                    parameters, items.samples(), extractor.featureShape());
+                    parameters, items, extractor.featureShape());
         }
 
         private void check() {
@@ -247,7 +249,8 @@ public final class FeatureCache {
         }
     }
 
-    private static String check(Path data, Path manifest, Map<String, ?> parameters, long items, long[] featureShape) {
+    private static String check(Path data, Path manifest, Map<String, ?> parameters, Loader loader, long[] featureShape) {
+        long items = loader.samples();
         if (!Files.exists(manifest)) {
             return "no cache yet (" + manifest.getFileName() + " is missing)";
         }
@@ -262,6 +265,13 @@ public final class FeatureCache {
         }
         if (!recorded.path("parameters_sha256").asText().equals(hash(parameters))) {
             return "the parameters changed (recorded " + recorded.path("parameters") + ", now " + canonical(parameters) + ")";
+        }
+        // the same parameters over other items of the same count are other features
+        if (!recorded.has("items")) {
+            return "the manifest " + manifest.getFileName() + " does not record which items it was built from (an earlier version wrote it)";
+        }
+        if (!recorded.path("items").asText().equals(loader.fingerprint())) {
+            return "the items changed (recorded " + recorded.path("items").asText() + ", now " + loader.fingerprint() + ")";
         }
         long[] expected = new long[featureShape.length + 1];
         expected[0] = items;
@@ -321,6 +331,7 @@ public final class FeatureCache {
             record.put("name", name);
             record.set("parameters", JSON.valueToTree(new TreeMap<>(parameters)));
             record.put("parameters_sha256", hash(parameters));
+            record.put("items", items.fingerprint());
             record.set("shape", JSON.valueToTree(shape));
             record.put("dtype", "float32");
             record.put("data_file", data.getFileName().toString());

@@ -80,6 +80,7 @@ public final class ObjectShardStore implements SampleSource {
     private final DType dtype;
     private final int valueBytes;
     private final DType castFrom;
+    private final long recordedChecksums;
     private final MemorySegment zeros;
     private final ExecutorService stager;
     /** Per shard: its staging (done when mapped), or null when not resident. Guarded by {@code this}. */
@@ -104,6 +105,7 @@ public final class ObjectShardStore implements SampleSource {
         this.dtype = ShardStore.dtype(metadata, metadataShownAs);
         this.valueBytes = dtype.byteSize();
         this.castFrom = ShardStore.castFrom(metadata);
+        this.recordedChecksums = ShardStore.recordedChecksums(metadata);
         List<String> names = new ArrayList<>();
         metadata.path("vocabulary").forEach(name -> names.add(name.asText()));
         this.vocabulary = new GeneVocabulary(names);
@@ -667,7 +669,7 @@ public final class ObjectShardStore implements SampleSource {
     public String fingerprint() {
         return folder + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
                 + Arrays.hashCode(sizes) + ", " + storedValues() + (dtype == DType.FLOAT64 ? " float64" : "")
-                + " values in " + storedBytes + " bytes";
+                + " values in " + storedBytes + " bytes" + dev.memfit.data.LoaderState.content(recordedChecksums);
     }
 
     @Override

@@ -77,6 +77,7 @@ public final class ShardStore implements SampleSource {
     private final int valueBytes;
     /** The source's type when the values were cast to a narrower one, else null. */
     private DType castFrom;
+    private long recordedChecksums;
     private final long storedValues;
     private final long storedBytes;
     /** Dense: each shard's cells x genes; null for CSR. */
@@ -369,6 +370,27 @@ public final class ShardStore implements SampleSource {
         };
     }
 
+    /**
+     * A CRC32C of every CRC32C the metadata records for the shards' files (format 1: for each shard), in order: it
+     * changes whenever a value does, without reading the values, so a resumed run or a cache can tell re-written
+     * shards of the same sizes apart ({@link dev.memfit.data.LoaderState#content(long)}).
+     */
+    static long recordedChecksums(JsonNode metadata) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        java.nio.ByteBuffer value = java.nio.ByteBuffer.allocate(Long.BYTES);
+        for (JsonNode shard : metadata.path("shards")) {
+            List<JsonNode> recorded = new ArrayList<>();
+            shard.path("files").forEach(recorded::add);
+            if (recorded.isEmpty()) {
+                recorded.add(shard);
+            }
+            for (JsonNode file : recorded) {
+                crc.update(value.clear().putLong(file.path("crc32c").asLong()).flip());
+            }
+        }
+        return crc.getValue();
+    }
+
     /** The metadata's {@code cast_from}: {@code FLOAT64}, or null. */
     static DType castFrom(JsonNode metadata) {
         return "float64".equals(metadata.path(ShardPlan.CAST_FROM).asText(null)) ? DType.FLOAT64 : null;
@@ -467,6 +489,7 @@ public final class ShardStore implements SampleSource {
         ShardStore store = new ShardStore(folder, layout, arrays, files, sizes.stream().mapToLong(Long::longValue).toArray(),
                 new GeneVocabulary(names), dtype);
         store.castFrom = castFrom(metadata);
+        store.recordedChecksums = recordedChecksums(metadata);
         return store;
     }
 
@@ -766,7 +789,7 @@ public final class ShardStore implements SampleSource {
     public String fingerprint() {
         return folder.getFileName() + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
                 + java.util.Arrays.hashCode(sizes) + ", " + storedValues + (dtype == DType.FLOAT64 ? " float64" : "")
-                + " values in " + storedBytes + " bytes";
+                + " values in " + storedBytes + " bytes" + dev.memfit.data.LoaderState.content(recordedChecksums);
     }
 
     @Override

@@ -163,10 +163,14 @@ public final class ArraySource implements SampleSource {
         return "in-memory " + name;
     }
 
-    /** A copy ({@link #copyOf}) is the same data as its source, however it was read; otherwise as described. */
+    /**
+     * A copy ({@link #copyOf}) is the same data as its source, however it was read; otherwise as described, with a
+     * checksum of 16 blocks spread over the values ({@link dev.memfit.io.npy.NpyArray#sampledChecksum(MemorySegment)}).
+     */
     @Override
     public String fingerprint() {
-        return copiedFingerprint != null ? copiedFingerprint : SampleSource.super.fingerprint();
+        return copiedFingerprint != null ? copiedFingerprint : SampleSource.super.fingerprint()
+                + dev.memfit.data.LoaderState.content(dev.memfit.io.npy.NpyArray.sampledChecksum(data));
     }
 
     @Override

@@ -172,10 +172,14 @@ public final class NpySource implements SampleSource {
         }
     }
 
-    /** The file's name and size and the array's shape and type: the same whether mapped or loaded, and on any path. */
+    /**
+     * The file's name and size, the array's shape and type, and a checksum of 16 blocks spread over its data
+     * ({@link NpyArray#sampledChecksum()}): the same whether mapped or loaded, and on any path.
+     */
     @Override
     public String fingerprint() {
-        return array.path().getFileName() + " (" + array.header() + ")";
+        return array.path().getFileName() + " (" + array.header() + ")"
+                + dev.memfit.data.LoaderState.content(array.sampledChecksum());
     }
 
     @Override

@@ -109,6 +109,23 @@ class FeatureCacheTest {
     }
 
     @Test
+    void otherItemsOfTheSameShapeInvalidate(@TempDir Path dir) {
+        float[][] other = new float[50][4];
+        for (int i = 0; i < 50; i++) {
+            other[i] = new float[]{i, 1, 2, 4};   // the same name, count and shape; other values
+        }
+        try (ArraySource source = items(); ArraySource changed = ArraySource.of("items", other)) {
+            get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            FeatureCache.Result result = get(dir, changed, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
+            assertEquals(FeatureCache.Status.REBUILT, result.status(), "stale features of other items were served");
+            assertTrue(result.reason().startsWith("the items changed"), result.reason());
+            try (NpyArray features = Npy.map(result.features())) {
+                assertEquals(17 + 7, features.getDouble(17, 0), 0.0, "the new items' features");
+            }
+        }
+    }
+
+    @Test
     void bitFlipIsDetectedAndRebuilt(@TempDir Path dir) throws IOException {
         try (ArraySource source = items()) {
             FeatureCache.Result built = get(dir, source, Map.of("v", 1), new Sums(Integer.MAX_VALUE));
