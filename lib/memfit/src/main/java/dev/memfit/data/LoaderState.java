@@ -119,19 +119,8 @@ public record LoaderState(String source, long samples, String sampler, int batch
         return differences;
     }
 
-    /** The part of a fingerprint that checks the data's bytes ({@link #content(long)}). */
+    /** The part of a fingerprint that checks the data's bytes ({@link dev.memfit.source.SampleSource#content(long)}). */
     private static final java.util.regex.Pattern CONTENT = java.util.regex.Pattern.compile(", content crc32c [0-9a-f]+");
-
-    /**
-     * The part of a {@link dev.memfit.source.SampleSource#fingerprint()} that stands for the data's bytes, so that a
-     * file of the same name, shape and size with other values is other data.
-     *
-     * @param checksum a checksum of the data (or of its recorded checksums)
-     * @return text to append to a fingerprint
-     */
-    public static String content(long checksum) {
-        return ", content crc32c " + Long.toHexString(checksum);
-    }
 
     private static String withoutContent(String fingerprint) {
         return CONTENT.matcher(fingerprint).replaceAll("");

@@ -99,7 +99,7 @@ final class StagedNpySource implements SampleSource {
     @Override
     public String fingerprint() {
         return uri.toPath().getFileName() + " (" + mapped.array().header() + ")"
-                + LoaderState.content(mapped.array().sampledChecksum());
+                + dev.memfit.source.SampleSource.content(mapped.array().sampledChecksum());
     }
 
     @Override

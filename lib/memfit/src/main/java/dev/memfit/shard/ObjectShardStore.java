@@ -669,7 +669,7 @@ public final class ObjectShardStore implements SampleSource {
     public String fingerprint() {
         return folder + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
                 + Arrays.hashCode(sizes) + ", " + storedValues() + (dtype == DType.FLOAT64 ? " float64" : "")
-                + " values in " + storedBytes + " bytes" + dev.memfit.data.LoaderState.content(recordedChecksums);
+                + " values in " + storedBytes + " bytes" + dev.memfit.source.SampleSource.content(recordedChecksums);
     }
 
     @Override

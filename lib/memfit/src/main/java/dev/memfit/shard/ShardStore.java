@@ -373,7 +373,7 @@ public final class ShardStore implements SampleSource {
     /**
      * A CRC32C of every CRC32C the metadata records for the shards' files (format 1: for each shard), in order: it
      * changes whenever a value does, without reading the values, so a resumed run or a cache can tell re-written
-     * shards of the same sizes apart ({@link dev.memfit.data.LoaderState#content(long)}).
+     * shards of the same sizes apart ({@link dev.memfit.source.SampleSource#content(long)}).
      */
     static long recordedChecksums(JsonNode metadata) {
         java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
@@ -789,7 +789,7 @@ public final class ShardStore implements SampleSource {
     public String fingerprint() {
         return folder.getFileName() + ": " + layout + " shards, " + cells + " cells x " + genes + " genes, shard sizes hash "
                 + java.util.Arrays.hashCode(sizes) + ", " + storedValues + (dtype == DType.FLOAT64 ? " float64" : "")
-                + " values in " + storedBytes + " bytes" + dev.memfit.data.LoaderState.content(recordedChecksums);
+                + " values in " + storedBytes + " bytes" + dev.memfit.source.SampleSource.content(recordedChecksums);
     }
 
     @Override

@@ -170,7 +170,7 @@ public final class ArraySource implements SampleSource {
     @Override
     public String fingerprint() {
         return copiedFingerprint != null ? copiedFingerprint : SampleSource.super.fingerprint()
-                + dev.memfit.data.LoaderState.content(dev.memfit.io.npy.NpyArray.sampledChecksum(data));
+                + SampleSource.content(dev.memfit.io.npy.NpyArray.sampledChecksum(data));
     }
 
     @Override

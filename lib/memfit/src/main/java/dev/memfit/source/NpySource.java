@@ -179,7 +179,7 @@ public final class NpySource implements SampleSource {
     @Override
     public String fingerprint() {
         return array.path().getFileName() + " (" + array.header() + ")"
-                + dev.memfit.data.LoaderState.content(array.sampledChecksum());
+                + SampleSource.content(array.sampledChecksum());
     }
 
     @Override

@@ -123,6 +123,17 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * The part of a {@link #fingerprint()} that stands for the data's bytes, so that a file of the same name, shape and
+     * size with other values is other data.
+     *
+     * @param checksum a checksum of the data (or of the checksums it records)
+     * @return text to append to a fingerprint
+     */
+    static String content(long checksum) {
+        return ", content crc32c " + Long.toHexString(checksum);
+    }
+
+    /**
      * What identifies the data, for resuming a run from a saved {@link dev.memfit.data.LoaderState}: the same data
      * read another way (mapped or loaded, on another machine) has the same fingerprint; other data, or the same file
      * rewritten with another size, does not. The default is the description, sample count, shape and type.
