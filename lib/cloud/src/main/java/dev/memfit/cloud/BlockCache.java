@@ -1006,12 +1006,21 @@ public final class BlockCache implements ObjectCache {
      * fits under the limit.
      */
     private void insert(Path temporary, Path target, long bytes) throws IOException {
+        insert(temporary, target, bytes, false);
+    }
+
+    /**
+     * As {@link #insert(Path, Path, long)}; with {@code replace}, a file already at the target is replaced rather
+     * than kept: a staged copy is put in place only after its blocks were checked, and one found there without a note
+     * that vouches for it (torn by a crash, truncated, left by an older run) is not those bytes.
+     */
+    private void insert(Path temporary, Path target, long bytes, boolean replace) throws IOException {
         if (bytes > limitBytes) {
             throw new MemfitException("the cache " + folder + " is limited to " + limitBytes + " bytes, less than the "
                     + bytes + " bytes of " + target.getFileName() + "; raise BlockCache.builder().optLimitBytes");
         }
         withFolderLock(() -> {
-            if (Files.exists(target)) {
+            if (!replace && Files.exists(target)) {
                 return; // another process cached the same bytes meanwhile
             }
             evictFor(bytes, target);
@@ -1333,7 +1342,7 @@ public final class BlockCache implements ObjectCache {
                 return hex;
             }
             Files.deleteIfExists(note); // a note of an earlier copy (evicted since) must not vouch for this one early
-            insert(temporary, staged, info.size());
+            insert(temporary, staged, info.size(), true);
             Path noteTemporary = TempFiles.beside(note);
             Files.writeString(noteTemporary, (info.etagIsMd5() ? "md5 " + hex + " matches the ETag\n"
                     : "ETag " + info.etag() + " (multipart) not checked; blocks checked with CRC32C\n")

@@ -92,8 +92,16 @@ final class StagedChecksums {
             return null;
         }
         String[] parts = line.split(" ");
-        long piece = parts.length == 3 ? Long.parseLong(parts[1]) : -1;
+        long piece;
+        try {
+            piece = parts.length == 3 ? Long.parseLong(parts[1]) : -1;
+        } catch (NumberFormatException e) {
+            return "its note's piece size '" + parts[1] + "' is no number (the note is damaged)";
+        }
         String expected = parts.length == 3 ? parts[2] : "";
+        if (!expected.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+            return "its note's checksums are not hexadecimal (the note is damaged)";
+        }
         long size = identity.size();
         if (piece <= 0 || expected.length() != 8 * Math.max(1, (size + piece - 1) / piece) && !(size == 0 && expected.isEmpty())) {
             return "its note's checksums do not fit a copy of " + size + " bytes";

@@ -212,6 +212,35 @@ class BlockCacheTest {
     }
 
     @Test
+    void aTruncatedOrEmptyStagedCopyAndADamagedNoteAreStagedAgain() throws Exception {
+        try (BlockCache cache = cache(1L << 30)) {
+            ObjectCache.StagedObject staged = cache.stage(uri("single.bin"));
+            Path note = staged.file().resolveSibling(BlockCache.STAGED_NOTE);
+            // a copy cut short (a crash before the rename's data reached the disk), then an empty one: once a later
+            // stage() kept the file it found and wrote a new note vouching for it
+            for (long length : new long[]{single.length / 3, 0}) {
+                try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(staged.file(),
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    file.truncate(length);
+                }
+                try (ObjectCache later = cache(1L << 30)) {
+                    assertArrayEquals(single, Files.readAllBytes(later.stage(uri("single.bin")).file()), "cut to " + length);
+                }
+                assertArrayEquals(single, Files.readAllBytes(staged.file()), "the copy in the folder is whole again");
+            }
+            // one flipped bit in the note's checksums (a hex digit turned into a letter that is none)
+            String text = Files.readString(note);
+            int at = text.lastIndexOf(' ') + 1;
+            Files.writeString(note, text.substring(0, at) + 'v' + text.substring(at + 1));
+            try (ObjectCache later = cache(1L << 30)) {
+                assertArrayEquals(single, Files.readAllBytes(later.stage(uri("single.bin")).file()), "a damaged note");
+            }
+            CacheFolder.Verification verification = CacheFolder.of(folder).verify(false);
+            assertTrue(verification.bad().isEmpty(), verification.bad().toString());
+        }
+    }
+
+    @Test
     void evictedBlocksGiveTheirDiskSpaceBackAtOnce() throws Exception {
         // a limit of 3 blocks under a pass over 6: each block evicted while this cache still has it mapped must be
         // unmapped then, not when the garbage collector gets to it (a tight limit could otherwise fill the disk)
