@@ -25,7 +25,7 @@ public class InvalidFileException extends MemfitException {
      * @param found what the file holds instead
      */
     public InvalidFileException(Path file, long offset, String expected, String found) {
-        super(file + (offset >= 0 ? " at byte " + offset : "") + ": expected " + expected + ", found " + found);
+        super(shown(file) + (offset >= 0 ? " at byte " + offset : "") + ": expected " + expected + ", found " + found);
         this.file = file;
         this.offset = offset;
     }
@@ -40,9 +40,19 @@ public class InvalidFileException extends MemfitException {
      * @param cause the underlying failure
      */
     public InvalidFileException(Path file, long offset, String expected, String found, Throwable cause) {
-        super(file + (offset >= 0 ? " at byte " + offset : "") + ": expected " + expected + ", found " + found, cause);
+        super(shown(file) + (offset >= 0 ? " at byte " + offset : "") + ": expected " + expected + ", found " + found, cause);
         this.file = file;
         this.offset = offset;
+    }
+
+    /**
+     * A file as users wrote it: an object in a bucket travels as the path {@code s3:/bucket/key} (a path cannot hold
+     * {@code //}) and is shown as {@code s3://bucket/key}.
+     */
+    private static String shown(Path file) {
+        String text = String.valueOf(file);
+        java.util.regex.Matcher object = java.util.regex.Pattern.compile("^(s3|gs):/([^/].*)$").matcher(text);
+        return object.matches() ? object.group(1) + "://" + object.group(2) : text;
     }
 
     /**

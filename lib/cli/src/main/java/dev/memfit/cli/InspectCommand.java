@@ -227,7 +227,9 @@ final class InspectCommand implements Callable<Integer> {
             case PACKED_HDF5 -> sumLocal(PackedFile.open(file));
             case NPY_FOLDER -> sumLocal(FileSet.open(file));
             case SHARDS -> {
-                // every cell densified as a loader reads it (./memfit validate checks the checksums)
+                // the recorded checksums first: a damaged file must fail here, not give a sum (the folder in a bucket
+                // is checked as it downloads); then every cell densified as a loader reads it
+                ShardStore.checkFiles(file);
                 try (ShardStore store = ShardStore.open(file)) {
                     yield sum(store);
                 }

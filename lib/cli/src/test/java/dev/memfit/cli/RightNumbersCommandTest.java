@@ -136,4 +136,22 @@ class RightNumbersCommandTest {
         assertTrue(none.err().contains("no highly variable gene: no gene of the 12 has a normalized dispersion"), none.err());
         assertTrue(Files.notExists(dir.resolve("q.h5ad")), "no output without genes");
     }
+
+    @Test
+    void inspectRefusesToSumAShardFolderWhoseBytesFailTheirChecksums(@TempDir Path dir) throws Exception {
+        Path atlas = dir.resolve("atlas.h5ad");
+        assertEquals(0, run("generate", "atlas", "--cells", "60", "--genes", "20", "--seed", "2", "-o", atlas.toString()).status());
+        Path shards = dir.resolve("shards");
+        assertEquals(0, run("shard", atlas.toString(), "--output-dir", shards.toString(), "--shard-size", "25").status());
+        double intact = inspectedSum(shards);
+        // one stored value changed in place, as a disk or a stray script would: the size and the format still hold
+        assertEquals("ok", PythonPeer.run("""
+                import sys, numpy as np
+                a = np.load(sys.argv[1], mmap_mode='r+'); a[3] += 1000; a.flush(); print('ok')
+                """, shards.resolve("shard_000001.data.npy")));
+        CliRun damaged = run("inspect", shards.toString(), "--json");
+        assertEquals(1, damaged.status(), "a sum of damaged shards: " + damaged.out());
+        assertTrue(damaged.err().contains("shard_000001.data.npy") && damaged.err().contains("CRC32C"), damaged.err());
+        assertTrue(intact > 0);
+    }
 }

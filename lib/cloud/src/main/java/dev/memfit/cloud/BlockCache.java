@@ -119,7 +119,20 @@ public final class BlockCache implements ObjectCache {
     static final int HEADER_BYTES = 64 * 1024;
     /** The default block size: 8 MiB. */
     public static final int DEFAULT_BLOCK_BYTES = 8 << 20;
-    static final long MAGIC = 0x3130304b4c42464dL; // "MFBLK001" in little-endian byte order
+    static final long MAGIC = 0x3230304b4c42464dL; // "MFBLK002" in little-endian byte order
+
+    /**
+     * What a block file's checksum table is bound to: its entry (the object's version) and its index, both from its
+     * own path, so that a block file moved into another entry or renamed to another index fails its check instead of
+     * serving another object's bytes (version 2; a version-1 block, bound to nothing, is fetched again).
+     *
+     * @param crc the table's checksum, updated with the binding
+     * @param file the block file
+     */
+    static void bind(CRC32C crc, Path file) {
+        String binding = file.getParent().getFileName() + "/" + file.getFileName();
+        crc.update(binding.getBytes(StandardCharsets.UTF_8));
+    }
     static final String BLOCK_SUFFIX = ".block";
     static final String STAGED = "object";
     static final String STAGED_NOTE = "object.verified";
@@ -779,8 +792,9 @@ public final class BlockCache implements ObjectCache {
             table.flip();
             CRC32C crc = new CRC32C();
             crc.update(table.slice(0, 4 * pieces));
+            bind(crc, file);
             if (table.getLong(4 * pieces + 4) != MAGIC || table.getInt(4 * pieces) != (int) crc.getValue()) {
-                throw new CorruptBlock("the checksum table is damaged");
+                throw new CorruptBlock("the checksum table is damaged, of another block or of an earlier version");
             }
             int[] crcs = new int[pieces];
             table.asIntBuffer().get(crcs);
@@ -953,6 +967,7 @@ public final class BlockCache implements ObjectCache {
             }
             crc.reset();
             crc.update(trailer.array(), 0, 4 * pieces);
+            bind(crc, file);
             trailer.putInt((int) crc.getValue()).putLong(MAGIC).flip();
             Files.createDirectories(entry);
             describeEntry(info, entry);

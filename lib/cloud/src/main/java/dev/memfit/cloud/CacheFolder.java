@@ -194,9 +194,10 @@ public final class CacheFolder {
             table.flip();
             CRC32C crc = new CRC32C();
             crc.update(table.slice(0, (int) (4 * pieces)));
+            BlockCache.bind(crc, file);
             if (table.getLong((int) (4 * pieces) + 4) != BlockCache.MAGIC
                     || table.getInt((int) (4 * pieces)) != (int) crc.getValue()) {
-                return "the checksum table is damaged";
+                return "the checksum table is damaged, of another block or of an earlier version";
             }
             ByteBuffer piece = ByteBuffer.allocateDirect(BlockCache.PIECE);
             for (int p = 0; p < pieces; p++) {

@@ -241,6 +241,25 @@ class BlockCacheTest {
     }
 
     @Test
+    void aBlockFileMovedFromAnotherObjectOrIndexFailsItsCheck() throws Exception {
+        try (BlockCache cache = cache(1L << 30)) {
+            read(cache, uri("single.bin"), 0, single.length);
+            read(cache, uri("multi.bin"), 0, 2 * BLOCK);
+            // whole, intact block files of the same size: one from another object, one from another index of this one
+            Files.copy(cache.blockFile(uri("multi.bin"), 1), cache.blockFile(uri("single.bin"), 1),
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            Files.copy(cache.blockFile(uri("single.bin"), 3), cache.blockFile(uri("single.bin"), 2),
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+        CacheFolder.Verification verification = CacheFolder.of(folder).verify(false);
+        assertEquals(2, verification.bad().size(), verification.bad().toString());
+        try (BlockCache cache = cache(1L << 30)) {
+            assertArrayEquals(slice(single, BLOCK, 2 * BLOCK), read(cache, uri("single.bin"), BLOCK, 2 * BLOCK),
+                    "another object's block, or another index's, served as this one");
+        }
+    }
+
+    @Test
     void evictedBlocksGiveTheirDiskSpaceBackAtOnce() throws Exception {
         // a limit of 3 blocks under a pass over 6: each block evicted while this cache still has it mapped must be
         // unmapped then, not when the garbage collector gets to it (a tight limit could otherwise fill the disk)

@@ -179,8 +179,9 @@ public record LoaderState(String source, long samples, String sampler, int batch
 
     private static JsonNode number(JsonNode node, String name) {
         JsonNode value = field(node, name);
-        if (!value.isIntegralNumber()) {
-            throw new MemfitException("not a loader state: \"" + name + "\" should be a whole number, got " + value);
+        if (!value.isIntegralNumber() || !value.canConvertToLong()) {
+            throw new MemfitException("not a loader state: \"" + name + "\" should be a whole number (of at most 19 "
+                    + "digits), got " + value);
         }
         return value;
     }

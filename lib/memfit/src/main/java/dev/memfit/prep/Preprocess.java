@@ -193,6 +193,10 @@ public final class Preprocess {
             if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
                 throw new MemfitException("the output " + output + " would replace the input; choose another name");
             }
+            if (java.nio.file.Files.isDirectory(output)) {
+                // found now, not after both passes when the finished file is renamed onto it
+                throw new MemfitException("the output " + output + " is a folder; give the name of the .h5ad to write");
+            }
             return Preprocess.run(input, output, this);
         }
 

@@ -147,6 +147,21 @@ public final class ShardStore implements SampleSource {
     }
 
     /**
+     * Checks a shard folder as {@link #validate} does, without what only a writer cares about (files the metadata
+     * does not list): every shard file's size, type, shape and CRC32C against {@code shard_metadata.json}. Reads every
+     * byte; what must read the values anyway (a sum) does it first, so that damaged bytes are never summed.
+     *
+     * @param folder the folder
+     * @throws MemfitException naming the first file that fails and how
+     */
+    public static void checkFiles(Path folder) {
+        JsonNode metadata = metadata(folder);
+        for (JsonNode shard : metadata.path("shards")) {
+            checkShard(folder, metadata, shard);
+        }
+    }
+
+    /**
      * Checks a shard folder completely: metadata, every file's presence, size and CRC32C, every array's type and
      * shape, for CSR every row pointer and gene index, every cell table's row count, and that the folder holds no
      * file the metadata does not list (a stale shard of an earlier conversion, a temporary file of an interrupted
@@ -157,9 +172,7 @@ public final class ShardStore implements SampleSource {
      */
     public static void validate(Path folder) {
         JsonNode metadata = metadata(folder);
-        for (JsonNode shard : metadata.path("shards")) {
-            checkShard(folder, metadata, shard);
-        }
+        checkFiles(folder);
         List<String> unexpected = unexpectedFiles(folder, metadata);
         if (!unexpected.isEmpty()) {
             throw new MemfitException(folder + ": expected only the files " + ShardWriter.METADATA + " lists, found "

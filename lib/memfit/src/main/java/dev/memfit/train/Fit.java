@@ -242,6 +242,12 @@ final class Fit {
         try {
             if (saver != null) {
                 saver.resume(run, loader, model);
+                if (run.epoch > epochs) {
+                    // the checkpoint went further than this fit asks: nothing is trained, and the run says so
+                    progress.note(String.format(Locale.ROOT, "%s: the checkpoint has finished %d epochs, as many as or more "
+                            + "than the %d asked for: nothing left to train (raise the epochs to train on, or use another "
+                            + "checkpoint folder to start over)", task, run.epoch - 1, epochs));
+                }
             }
             long start = System.nanoTime();
             long total = epochs * loader.batchesPerEpoch();

@@ -157,6 +157,9 @@ public final class SparkPreprocess {
             if (input.toAbsolutePath().normalize().equals(output.toAbsolutePath().normalize())) {
                 throw new MemfitException("the output " + output + " would replace the input; choose another name");
             }
+            if (java.nio.file.Files.isDirectory(output)) {
+                throw new MemfitException("the output " + output + " is a folder; give the name of the .h5ad to write");
+            }
             if (highlyVariable < 1) {
                 throw new MemfitException("optHighlyVariable(n) needs n >= 1 (--hvg on the command line), got " + highlyVariable);
             }
