@@ -64,6 +64,9 @@ final class PreprocessCommand implements Callable<Integer> {
         double[] normalized = statistics.normalizedDispersions();
         int[] kept = statistics.selected();
         double[] defined = java.util.Arrays.stream(normalized).filter(v -> !Double.isNaN(v)).sorted().toArray();
+        if (defined.length == 0) {
+            return (kept.length - highlyVariable) + " more than --hvg " + highlyVariable + ", as scanpy keeps them";
+        }
         double cutOff = defined[Math.max(0, defined.length - Math.min(highlyVariable, defined.length))];
         long undefined = java.util.Arrays.stream(kept).filter(g -> Double.isNaN(normalized[g])).count();
         long atCutOff = java.util.Arrays.stream(kept).filter(g -> normalized[g] == cutOff).count();
@@ -76,7 +79,7 @@ final class PreprocessCommand implements Callable<Integer> {
             reasons.add(undefined + " genes have no normalized dispersion (NaN: no variance across cells, or none within their mean bin), "
                     + "which scanpy counts as 0, at or above that cut-off");
         }
-        return String.format(java.util.Locale.ROOT, "%d more than --hvg %d, as scanpy keeps them: %s",
-                kept.length - highlyVariable, highlyVariable, String.join("; ", reasons));
+        return String.format(java.util.Locale.ROOT, "%d more than --hvg %d, as scanpy keeps them%s",
+                kept.length - highlyVariable, highlyVariable, reasons.isEmpty() ? "" : ": " + String.join("; ", reasons));
     }
 }

@@ -204,7 +204,7 @@ public final class ShardPlan implements Serializable {
             // CSR costs 8 bytes per stored value against 4: it pays only below 50% non-zero)
             ShardLayout chosen = layout != null ? layout : anySparse ? ShardLayout.SPARSE : ShardLayout.DENSE;
             // each file's genes must be unique, with or without a vocabulary: a name twice would map two columns
-            // onto one gene and sum them
+            // onto one gene (summed from CSR, the last one kept from dense rows)
             LinkedHashSet<String> union = new LinkedHashSet<>();
             for (int i = 0; i < inputs.size(); i++) {
                 union.addAll(fileGenes(inputs.get(i), inputGenes.get(i)).genes());
