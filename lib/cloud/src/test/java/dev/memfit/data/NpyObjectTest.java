@@ -278,7 +278,7 @@ class NpyObjectTest {
             // numpy's raw floats, not a .npy: named by its address
             InvalidFileException notNpy = assertThrows(InvalidFileException.class,
                     () -> Datasets.npy("s3://" + BUCKET + "/cells/f32.raw").optCache(cache).mapped().build());
-            assertTrue(notNpy.getMessage().startsWith("s3:/" + BUCKET + "/cells/f32.raw"), notNpy.getMessage());
+            assertTrue(notNpy.getMessage().startsWith("s3://" + BUCKET + "/cells/f32.raw"), notNpy.getMessage());
         }
         try (ObjectCache cache = cache()) {
             RuntimeException missing = assertThrows(RuntimeException.class,
