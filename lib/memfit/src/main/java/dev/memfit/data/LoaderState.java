@@ -109,21 +109,15 @@ public record LoaderState(String source, long samples, String sampler, int batch
     public List<String> differencesFrom(LoaderState other) {
         List<String> differences = new ArrayList<>();
         // a state saved before fingerprints had a content part is compared without it
-        boolean bothHaveContent = CONTENT.matcher(source).find() && CONTENT.matcher(other.source).find();
-        compare(differences, "data", bothHaveContent ? source : withoutContent(source),
-                bothHaveContent ? other.source : withoutContent(other.source));
+        String saved = dev.memfit.source.SampleSource.withoutContent(source);
+        String now = dev.memfit.source.SampleSource.withoutContent(other.source);
+        boolean bothHaveContent = !saved.equals(source) && !now.equals(other.source);
+        compare(differences, "data", bothHaveContent ? source : saved, bothHaveContent ? other.source : now);
         compare(differences, "samples", Long.toString(samples), Long.toString(other.samples));
         compare(differences, "sampler", sampler, other.sampler);
         compare(differences, "batch size", Integer.toString(batchSize), Integer.toString(other.batchSize));
         compare(differences, "drop last", Boolean.toString(dropLast), Boolean.toString(other.dropLast));
         return differences;
-    }
-
-    /** The part of a fingerprint that checks the data's bytes ({@link dev.memfit.source.SampleSource#content(long)}). */
-    private static final java.util.regex.Pattern CONTENT = java.util.regex.Pattern.compile(", content crc32c [0-9a-f]+");
-
-    private static String withoutContent(String fingerprint) {
-        return CONTENT.matcher(fingerprint).replaceAll("");
     }
 
     private static void compare(List<String> differences, String what, String saved, String now) {

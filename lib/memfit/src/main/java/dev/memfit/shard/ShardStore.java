@@ -155,7 +155,10 @@ public final class ShardStore implements SampleSource {
      * @throws MemfitException naming the first file that fails and how
      */
     public static void checkFiles(Path folder) {
-        JsonNode metadata = metadata(folder);
+        checkFiles(folder, metadata(folder));
+    }
+
+    private static void checkFiles(Path folder, JsonNode metadata) {
         for (JsonNode shard : metadata.path("shards")) {
             checkShard(folder, metadata, shard);
         }
@@ -172,7 +175,7 @@ public final class ShardStore implements SampleSource {
      */
     public static void validate(Path folder) {
         JsonNode metadata = metadata(folder);
-        checkFiles(folder);
+        checkFiles(folder, metadata);
         List<String> unexpected = unexpectedFiles(folder, metadata);
         if (!unexpected.isEmpty()) {
             throw new MemfitException(folder + ": expected only the files " + ShardWriter.METADATA + " lists, found "

@@ -134,6 +134,16 @@ public interface SampleSource extends AutoCloseable {
     }
 
     /**
+     * A fingerprint without its {@link #content(long)} parts: what fingerprints written before they had one held.
+     *
+     * @param fingerprint a fingerprint
+     * @return it without content parts (the same text when it has none)
+     */
+    static String withoutContent(String fingerprint) {
+        return fingerprint.replaceAll(", content crc32c [0-9a-f]+", "");
+    }
+
+    /**
      * What identifies the data, for resuming a run from a saved {@link dev.memfit.data.LoaderState}: the same data
      * read another way (mapped or loaded, on another machine) has the same fingerprint; other data, or the same file
      * rewritten with another size, does not. The default is the description, sample count, shape and type.
